@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up and build, the lint step, lit (compiler tests),
+# then ctest (gtest units and the rest). Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+BUILD_DIR=${BUILD_DIR:-build}
+status=0
+bash scripts/lint.sh || status=1
+echo "== lit =="
+/usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" || status=1
+echo "== ctest (lit ran above) =="
+(cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)" -E '^lit$') || status=1
+exit $status

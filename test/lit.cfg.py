@@ -1,0 +1,35 @@
+# Kiln's lit configuration. Tests mirror the source folders:
+# test/dialects, test/passes, test/frontends, test/tools, test/lint.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".json"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_binary_dir, "test")
+# gtest sources and the fixtures are not lit tests.
+config.excludes = ["unit", "fixtures", "lit.cfg.py", "CMakeLists.txt", "Inputs"]
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+# Fixtures: bundled copy first, ../shared beside the checkout otherwise.
+fixtures = os.environ.get("KILN_FIXTURES_DIR")
+if not fixtures:
+    bundled = os.path.join(config.kiln_source_dir, "test", "fixtures")
+    shared = os.path.join(os.path.dirname(config.kiln_source_dir), "shared", "fixtures")
+    fixtures = bundled if os.path.isdir(os.path.join(bundled, "glm5-tiny-dev")) else shared
+config.substitutions.append(("%fixtures", fixtures))
+config.substitutions.append(("%kiln_src", config.kiln_source_dir))
+config.substitutions.append(("%python", "/usr/bin/python3"))
+if os.path.isdir(os.path.join(fixtures, "glm5-tiny-dev-fp8")):
+    config.available_features.add("all-fixtures")
+
+tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["kiln-opt", "kiln-compile", "kiln-run", "kiln-dump", "kiln-bench"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)

@@ -1,0 +1,31 @@
+//===- kiln-opt.cpp - Kiln's mlir-opt ------------------------------------===//
+//
+// Registers only the dialects Kiln's IR uses and Kiln's own passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/kiln/IR/KilnDialect.h"
+#include "dialects/kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+#ifdef KILN_HAVE_PASSES
+#include "passes/Passes.h"
+#endif
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();
+  // Generic cleanups the pipelines use.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+#ifdef KILN_HAVE_PASSES
+  kiln::registerKilnPasses();
+#endif
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
+}
