@@ -29,7 +29,11 @@ if os.path.isdir(os.path.join(fixtures, "glm5-tiny-dev-fp8")):
     config.available_features.add("all-fixtures")
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
+from lit.llvm.subst import ToolSubst
+
 llvm_config.add_tool_substitutions(
-    ["kiln-opt", "kiln-compile", "kiln-run", "kiln-dump", "kiln-bench"], tool_dirs)
+    [ToolSubst(t, unresolved="ignore")
+     for t in ["kiln-opt", "kiln-compile", "kiln-run", "kiln-dump", "kiln-bench"]],
+    tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)

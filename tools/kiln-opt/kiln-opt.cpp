@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
 #ifdef KILN_HAVE_PASSES
-  kiln::registerKilnPasses();
+  kiln::registerAllKilnPasses();
 #endif
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));

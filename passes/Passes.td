@@ -1,0 +1,111 @@
+//===- Passes.td - Kiln's passes ---------------------------*- tablegen -*-===//
+
+#ifndef KILN_PASSES_TD
+#define KILN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnQuantizeMxfp4Pass : Pass<"kiln-quantize-mxfp4", "mlir::ModuleOp"> {
+  let summary = "Quantize float (and FP8) weights to MXFP4 by weight group";
+  let description = [{
+    Rewrites each selected float weight `W` into two `kiln.weight` ops naming
+    the same checkpoint tensor, one with `mxfp4_values` and one with
+    `mxfp4_scales` encoding, and a `kiln.dequantize` back to the original
+    type. The compiler quantizes the bytes while streaming them into the
+    artifact (OCP MX v1.0: E2M1 elements, one E8M0 scale per 32 along K, low
+    nibble first); `kiln-fuse-mx-dequant-gemm` then folds the dequantize into
+    the GEMM. FP8 weights (with their 128x128 block scales) are re-quantized
+    through exact dequantization. Weights that are already MXFP4 (a Quark
+    checkpoint) are left alone.
+
+    Groups (`policy`, comma separated): `experts` (routed experts, the
+    default), `shared` (shared experts), `dense` (dense MLPs),
+    `attention` (attention and indexer projections), `mtp` (everything in
+    the MTP layer, which is otherwise left as is), `lm_head`, or `all`.
+    A weight qualifies only when it feeds a GEMM and its last dimension is a
+    multiple of 32.
+
+    Before:
+    ```mlir
+    %w = kiln.weight "model.layers.1.mlp.experts.{e}.up_proj.weight" : tensor<16x128x256xbf16>
+    ```
+    After:
+    ```mlir
+    %v = kiln.weight "model.layers.1.mlp.experts.{e}.up_proj.weight" encoding <mxfp4_values, even> : tensor<16x128x256xf4E2M1FN>
+    %s = kiln.weight "model.layers.1.mlp.experts.{e}.up_proj.weight" encoding <mxfp4_scales, even> : tensor<16x128x8xf8E8M0FNU>
+    %w = kiln.dequantize %v, %s block [1, 32] : ... -> tensor<16x128x256xbf16>
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"experts\"",
+           "Weight groups to quantize: experts, shared, dense, attention, "
+           "mtp, lm_head, all (comma separated)">,
+    Option<"rule", "rule", "std::string", "\"even\"",
+           "Block-scale rule: even (Quark's default) or floor (OCP)">,
+  ];
+}
+
+def KilnFuseMoeRoutingPass : Pass<"kiln-fuse-moe-routing", "mlir::ModuleOp"> {
+  let summary = "Fuse the noaux_tc router, expert dispatch and combine into kiln.moe";
+  let description = [{
+    Recognizes the router subgraph the GLM frontend emits — FP32 gate
+    matmul, sigmoid, correction bias added for selection only, optional
+    group limit, top-k, gather of the unbiased scores, normalization,
+    routed scaling — together with `kiln.experts` and, when present, the
+    shared expert (`down(silu(gate x) * up x)`) added to the result, and
+    replaces it with one `kiln.moe`.
+
+    The subgraph must compute exactly the router the module's `kiln.router`
+    attribute declares (`top_k`, `n_group`, `topk_group`, `norm_topk_prob`,
+    `routed_scaling_factor`, written by the frontend from config.json). Near
+    misses are left unfused: a softmax router, a bias that also reaches the
+    weights, a missing or extra normalization, a different scale, a
+    different top-k.
+
+    Before (abridged):
+    ```mlir
+    %l = kiln.matmul %x, %router : ... -> tensor<?x16xf32>
+    %s = kiln.sigmoid %l
+    %b = kiln.add %s, %bias
+    %v, %i = kiln.top_k %b k 4
+    %w = kiln.gather %s[%i]
+    %n = kiln.normalize %w eps 1.0e-20
+    %f = kiln.scale %n by 2.5
+    %y = kiln.experts %x, %i, %f, %gate, %up, %down
+    ```
+    After:
+    ```mlir
+    %y = kiln.moe %x router %router bias %bias experts %gate, %up, %down
+           top_k 4 groups 1 keep 1 scale 2.5 norm block_size 16 : ...
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "16",
+           "Rows per expert block in the token grouping">,
+  ];
+}
+
+def KilnFuseMxDequantGemmPass
+    : Pass<"kiln-fuse-mx-dequant-gemm", "mlir::ModuleOp"> {
+  let summary = "Fold block-scaled dequantization into the GEMMs that consume it";
+  let description = [{
+    `kiln.matmul %x, (kiln.dequantize %v, %s)` becomes
+    `kiln.mx_matmul %x, %v, %s`, and the dequantized expert stacks of a
+    `kiln.moe` (routed and shared) become its `scales` operands, so no target
+    ever materializes dequantized weights. Applies to MXFP4 (block [1, 32])
+    and FP8 (block [128, 128]).
+  }];
+}
+
+def KilnCheckFusedPass : Pass<"kiln-check-fused", "mlir::ModuleOp"> {
+  let summary = "Verify the backend contract: only fused-level ops remain";
+  let description = [{
+    Fails with one error per op that code generation does not accept:
+    `kiln.experts` (unfused MoE), a `kiln.dequantize` left in the program,
+    or a router piece whose fusion was refused. Run at the end of the
+    compile pipeline so a missed fusion is a compile-time error, not a slow
+    or wrong model.
+  }];
+}
+
+#endif // KILN_PASSES_TD

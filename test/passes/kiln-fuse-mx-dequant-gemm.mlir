@@ -1,0 +1,67 @@
+// RUN: kiln-opt %s -split-input-file -kiln-fuse-mx-dequant-gemm | FileCheck %s
+
+// CHECK-LABEL: func.func @mxfp4_matmul
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[Q:.*]]: tensor<32x64xf4E2M1FN>, %[[S:.*]]: tensor<32x2xf8E8M0FNU>)
+// CHECK-NEXT: %[[Y:.*]] = kiln.mx_matmul %[[X]], %[[Q]], %[[S]] block [1, 32] : tensor<?x64xf32>, tensor<32x64xf4E2M1FN>, tensor<32x2xf8E8M0FNU> -> tensor<?x32xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @mxfp4_matmul(%x: tensor<?x64xf32>, %q: tensor<32x64xf4E2M1FN>, %s: tensor<32x2xf8E8M0FNU>) -> tensor<?x32xf32> {
+  %w = kiln.dequantize %q, %s block [1, 32] : tensor<32x64xf4E2M1FN>, tensor<32x2xf8E8M0FNU> -> tensor<32x64xf32>
+  %y = kiln.matmul %x, %w : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @fp8_matmul
+// CHECK: kiln.mx_matmul %{{.*}}, %{{.*}}, %{{.*}} block [128, 128] : tensor<?x256xf32>, tensor<200x256xf8E4M3FN>, tensor<2x2xf32> -> tensor<?x200xf32>
+// CHECK-NOT: kiln.dequantize
+func.func @fp8_matmul(%x: tensor<?x256xf32>, %q: tensor<200x256xf8E4M3FN>, %s: tensor<2x2xf32>) -> tensor<?x200xf32> {
+  %w = kiln.dequantize %q, %s block [128, 128] : tensor<200x256xf8E4M3FN>, tensor<2x2xf32> -> tensor<200x256xbf16>
+  %y = kiln.matmul %x, %w : tensor<?x256xf32>, tensor<200x256xbf16> -> tensor<?x200xf32>
+  return %y : tensor<?x200xf32>
+}
+
+// -----
+
+// A plain float matmul is untouched.
+// CHECK-LABEL: func.func @float_matmul
+// CHECK: kiln.matmul
+// CHECK-NOT: kiln.mx_matmul
+func.func @float_matmul(%x: tensor<?x64xf32>, %w: tensor<32x64xbf16>) -> tensor<?x32xf32> {
+  %y = kiln.matmul %x, %w : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// Routed experts and the shared expert, all MXFP4, move into kiln.moe.
+// CHECK-LABEL: func.func @moe_all_mxfp4
+// CHECK-SAME: (%[[X:[^:]*]]: {{.*}}, %[[RW:[^:]*]]: {{.*}}, %[[RB:[^:]*]]: {{.*}}, %[[GQ:[^:]*]]: {{.*}}, %[[GS:[^:]*]]: {{.*}}, %[[DQ:[^:]*]]: {{.*}}, %[[DS:[^:]*]]: {{.*}}, %[[SQ:[^:]*]]: {{.*}}, %[[SS:[^:]*]]: {{.*}}, %[[SDQ:[^:]*]]: {{.*}}, %[[SDS:[^:]*]]: {{.*}})
+// CHECK-NEXT: kiln.moe %[[X]] router %[[RW]] bias %[[RB]] experts %[[GQ]], %[[GQ]], %[[DQ]] scales %[[GS]], %[[GS]], %[[DS]] shared %[[SQ]], %[[SQ]], %[[SDQ]] shared_scales %[[SS]], %[[SS]], %[[SDS]] top_k 2 groups 1 keep 1 scale 2.500000e+00 norm block_size 16 block [1, 32]
+// CHECK-NOT: kiln.dequantize
+func.func @moe_all_mxfp4(%x: tensor<?x64xf32>, %rw: tensor<8x64xbf16>, %rb: tensor<8xf32>,
+    %gq: tensor<8x32x64xf4E2M1FN>, %gs: tensor<8x32x2xf8E8M0FNU>, %dq: tensor<8x64x32xf4E2M1FN>, %ds: tensor<8x64x1xf8E8M0FNU>,
+    %sq: tensor<32x64xf4E2M1FN>, %ss: tensor<32x2xf8E8M0FNU>, %sdq: tensor<64x32xf4E2M1FN>, %sds: tensor<64x1xf8E8M0FNU>) -> tensor<?x64xf32> {
+  %g = kiln.dequantize %gq, %gs block [1, 32] : tensor<8x32x64xf4E2M1FN>, tensor<8x32x2xf8E8M0FNU> -> tensor<8x32x64xbf16>
+  %d = kiln.dequantize %dq, %ds block [1, 32] : tensor<8x64x32xf4E2M1FN>, tensor<8x64x1xf8E8M0FNU> -> tensor<8x64x32xbf16>
+  %sg = kiln.dequantize %sq, %ss block [1, 32] : tensor<32x64xf4E2M1FN>, tensor<32x2xf8E8M0FNU> -> tensor<32x64xbf16>
+  %sd = kiln.dequantize %sdq, %sds block [1, 32] : tensor<64x32xf4E2M1FN>, tensor<64x1xf8E8M0FNU> -> tensor<64x32xbf16>
+  %y = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %sg, %sg, %sd top_k 2 groups 1 keep 1 scale 2.5 norm block_size 16 : (tensor<?x64xf32>, tensor<8x64xbf16>, tensor<8xf32>, tensor<8x32x64xbf16>, tensor<8x32x64xbf16>, tensor<8x64x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// MXFP4 routed experts beside a BF16 shared expert (GLM-5-MXFP4 layout):
+// only the routed experts take scales.
+// CHECK-LABEL: func.func @moe_bf16_shared
+// CHECK: kiln.moe %{{.*}} scales %{{.*}}, %{{.*}}, %{{.*}} shared %{{.*}}, %{{.*}}, %{{.*}} top_k
+// CHECK-NOT: shared_scales
+func.func @moe_bf16_shared(%x: tensor<?x64xf32>, %rw: tensor<8x64xbf16>, %rb: tensor<8xf32>,
+    %gq: tensor<8x32x64xf4E2M1FN>, %gs: tensor<8x32x2xf8E8M0FNU>, %dq: tensor<8x64x32xf4E2M1FN>, %ds: tensor<8x64x1xf8E8M0FNU>,
+    %sg: tensor<32x64xbf16>, %sd: tensor<64x32xbf16>) -> tensor<?x64xf32> {
+  %g = kiln.dequantize %gq, %gs block [1, 32] : tensor<8x32x64xf4E2M1FN>, tensor<8x32x2xf8E8M0FNU> -> tensor<8x32x64xbf16>
+  %d = kiln.dequantize %dq, %ds block [1, 32] : tensor<8x64x32xf4E2M1FN>, tensor<8x64x1xf8E8M0FNU> -> tensor<8x64x32xbf16>
+  %y = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %sg, %sg, %sd top_k 2 groups 1 keep 1 scale 2.5 norm block_size 16 : (tensor<?x64xf32>, tensor<8x64xbf16>, tensor<8xf32>, tensor<8x32x64xbf16>, tensor<8x32x64xbf16>, tensor<8x64x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
