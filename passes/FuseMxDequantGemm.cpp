@@ -90,11 +90,29 @@ struct FuseMoe : OpRewritePattern<MoeOp> {
   }
 };
 
+/// kiln.mla_attention reads kv_b_proj inside the kernel: it takes the
+/// block-scaled values and scales directly.
+struct FuseMla : OpRewritePattern<MlaAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MlaAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    auto dq = op.getKvB().getDefiningOp<DequantizeOp>();
+    if (!dq || op.getKvBScales())
+      return rewriter.notifyMatchFailure(op, "kv_b is not dequantized");
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getKvBMutable().assign(dq.getValues());
+      op.getKvBScalesMutable().assign(dq.getScales());
+      op.setBlockAttr(dq.getBlockAttr());
+    });
+    return success();
+  }
+};
+
 struct FuseMxDequantGemmPass
     : kiln::impl::KilnFuseMxDequantGemmPassBase<FuseMxDequantGemmPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseMatmul, FuseMoe>(&getContext());
+    patterns.add<FuseMatmul, FuseMoe, FuseMla>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

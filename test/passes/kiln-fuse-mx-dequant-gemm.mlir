@@ -65,3 +65,16 @@ func.func @moe_bf16_shared(%x: tensor<?x64xf32>, %rw: tensor<8x64xbf16>, %rb: te
   %y = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %sg, %sg, %sd top_k 2 groups 1 keep 1 scale 2.5 norm block_size 16 : (tensor<?x64xf32>, tensor<8x64xbf16>, tensor<8xf32>, tensor<8x32x64xbf16>, tensor<8x32x64xbf16>, tensor<8x64x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// An FP8 kv_b_proj (official GLM-5-FP8) is decoded inside MLA attention.
+kiln.kv_cache @lat width 80 : f32
+// CHECK-LABEL: func.func @mla_fp8
+// CHECK: kiln.mla_attention %{{.*}}, %{{.*}}, %[[V:.*]] scales %[[S:.*]] block [128, 128], @lat
+// CHECK-NOT: kiln.dequantize
+func.func @mla_fp8(%qn: tensor<?x8x32xf32>, %qp: tensor<?x8x16xf32>, %v: tensor<512x64xf8E4M3FN>, %s: tensor<4x1xf32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x8x32xf32> {
+  %kvb = kiln.dequantize %v, %s block [128, 128] : tensor<512x64xf8E4M3FN>, tensor<4x1xf32> -> tensor<512x64xbf16>
+  %o = kiln.mla_attention %qn, %qp, %kvb, @lat[%seq, %pos] scale 0.144 : tensor<?x8x32xf32>, tensor<?x8x16xf32>, tensor<512x64xbf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x32xf32>
+  return %o : tensor<?x8x32xf32>
+}

@@ -430,6 +430,26 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
+def Kiln_TakeRowsOp : Kiln_Op<"take_rows", [Pure]> {
+  let summary = "select rows of a token-major tensor";
+  let description = [{
+    `result[r] = input[rows[r]]`: picks the positions whose logits the
+    program computes (the last prompt token, every position for perplexity,
+    the k+1 verified positions of a speculative round).
+
+    ```mlir
+    %h = kiln.take_rows %x[%rows] : tensor<?x256xf32>, tensor<?xi32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_IntTensor:$rows);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $rows `]` attr-dict `:` type($input) `,` type($rows) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ConcatOp : Kiln_Op<"concat", [Pure]> {
   let summary = "concatenate along one dimension";
   let description = [{
@@ -557,7 +577,7 @@ def Kiln_GqaAttentionOp : Kiln_Op<"gqa_attention",
 }
 
 def Kiln_MlaAttentionOp : Kiln_Op<"mla_attention",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, AttrSizedOperandSegments]> {
   let summary = "multi-head latent attention over the latent cache";
   let description = [{
     GLM-5 MLA. `q_nope` `[T, H, Dn]` and `q_pe` `[T, H, Dr]` (RoPE applied);
@@ -566,7 +586,9 @@ def Kiln_MlaAttentionOp : Kiln_Op<"mla_attention",
     `[k_nope rows (Dn) | v rows (Dv)]`.
     `score = (q_nope . (W_UK c_kv) + q_pe . k_pe) * scale`, `o = sum p * (W_UV c_kv)`.
     Lowerings may use the absorbed form (`q_nope W_UK` against `c_kv`), which
-    is the same math. When `top_k` (`[T, K]` i32, -1 = unused slot) is
+    is the same math. With `kv_b_scales` (and `block`), `kv_b` holds
+    block-scaled values (MXFP4 or FP8) decoded inside the kernel. When
+    `top_k` (`[T, K]` i32, -1 = unused slot) is
     given, only those key positions are attended (the DSA selection), else
     all causal positions. Result `[T, H, Dv]`.
 
@@ -576,14 +598,17 @@ def Kiln_MlaAttentionOp : Kiln_Op<"mla_attention",
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$q_nope, Kiln_FloatTensor:$q_pe,
-                       Kiln_FloatTensor:$kv_b, FlatSymbolRefAttr:$cache,
+                       Kiln_Tensor:$kv_b, Optional<Kiln_Tensor>:$kv_b_scales,
+                       FlatSymbolRefAttr:$cache,
                        Kiln_IntTensor:$seq_ids, Kiln_IntTensor:$positions,
-                       Optional<Kiln_IntTensor>:$top_k, F32Attr:$scale);
+                       Optional<Kiln_IntTensor>:$top_k, F32Attr:$scale,
+                       OptionalAttr<DenseI64ArrayAttr>:$block);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $q_nope `,` $q_pe `,` $kv_b `,` $cache `[` $seq_ids `,` $positions `]`
-    (`top_k` $top_k^)? `scale` $scale attr-dict `:` type($q_nope) `,`
-    type($q_pe) `,` type($kv_b) `,` type($seq_ids) `,` type($positions)
+    $q_nope `,` $q_pe `,` $kv_b (`scales` $kv_b_scales^ `block` $block)? `,`
+    $cache `[` $seq_ids `,` $positions `]` (`top_k` $top_k^)? `scale` $scale
+    attr-dict `:` type($q_nope) `,` type($q_pe) `,` type($kv_b)
+    (`scales` type($kv_b_scales)^)? `,` type($seq_ids) `,` type($positions)
     (`,` type($top_k)^)? `->` type($result)
   }];
   let hasVerifier = 1;

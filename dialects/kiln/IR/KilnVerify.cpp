@@ -447,6 +447,17 @@ LogicalResult SplitOp::verify() {
   return success();
 }
 
+LogicalResult TakeRowsOp::verify() {
+  auto in = tensorType(getInput());
+  if (in.getRank() < 1)
+    return emitOpError() << "input must have a leading row dimension";
+  if (failed(expectRank(*this, "rows", getRows(), 1)))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape());
+  expected[0] = tensorType(getRows()).getDimSize(0);
+  return expectShape(*this, "result", getResult(), expected);
+}
+
 //===----------------------------------------------------------------------===//
 // KV cache and attention
 //===----------------------------------------------------------------------===//
@@ -561,6 +572,15 @@ LogicalResult MlaAttentionOp::verify() {
       failed(verifyTokenMeta(*this, getSeqIds(), getPositions(), t)) ||
       failed(expectShape(*this, "result", getResult(), {t, heads, dv})))
     return failure();
+  if (Value scales = getKvBScales()) {
+    if (!getBlock())
+      return emitOpError() << "kv_b_scales need the 'block' attribute";
+    if (failed(verifyBlockScaled(*this, getKvB(), scales, *getBlock())))
+      return failure();
+  } else if (!isa<FloatType>(tensorType(getKvB()).getElementType())) {
+    return emitOpError() << "unscaled kv_b must be float, found "
+                         << tensorType(getKvB()).getElementType();
+  }
   int64_t rows = tensorType(getKvB()).getDimSize(0);
   if (rows != heads * (dn + dv))
     return emitOpError() << "kv_b must have heads x (nope + v) = "

@@ -671,3 +671,45 @@ func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g:
   %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %s, %s, %s top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<6x8xbf16>, tensor<6x8xbf16>, tensor<6x8xbf16>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<f32>, %r: tensor<?xi32>) {
+  // expected-error @below {{input must have a leading row dimension}}
+  %0 = kiln.take_rows %x[%r] : tensor<f32>, tensor<?xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>, %r: tensor<?x1xi32>) {
+  // expected-error @below {{rows must have rank 1, found rank 2}}
+  %0 = kiln.take_rows %x[%r] : tensor<?x8xf32>, tensor<?x1xi32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>, %r: tensor<3xi32>) {
+  // expected-error @below {{result must have shape [3, 8], found [3, 4]}}
+  %0 = kiln.take_rows %x[%r] : tensor<?x8xf32>, tensor<3xi32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+kiln.kv_cache @lat width 80 : bf16
+func.func @f(%qn: tensor<?x8x32xf32>, %qp: tensor<?x8x16xf32>, %kvb: tensor<512x64xf4E2M1FN>, %kvs: tensor<512x2xf8E8M0FNU>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @below {{kv_b_scales need the 'block' attribute}}
+  %0 = "kiln.mla_attention"(%qn, %qp, %kvb, %kvs, %s, %p) {cache = @lat, scale = 0.1 : f32, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0>} : (tensor<?x8x32xf32>, tensor<?x8x16xf32>, tensor<512x64xf4E2M1FN>, tensor<512x2xf8E8M0FNU>, tensor<?xi32>, tensor<?xi32>) -> tensor<?x8x32xf32>
+  return
+}
+
+// -----
+
+kiln.kv_cache @lat width 80 : bf16
+func.func @f(%qn: tensor<?x8x32xf32>, %qp: tensor<?x8x16xf32>, %kvb: tensor<512x64xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @below {{unscaled kv_b must be float, found 'i32'}}
+  %0 = kiln.mla_attention %qn, %qp, %kvb, @lat[%s, %p] scale 0.1 : tensor<?x8x32xf32>, tensor<?x8x16xf32>, tensor<512x64xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x32xf32>
+  return
+}

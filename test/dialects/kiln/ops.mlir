@@ -74,6 +74,8 @@ func.func @shapes(%x: tensor<?x384xf32>, %pos: tensor<?xi32>) -> tensor<?x8x48xf
   %br = kiln.rope %b, %pos interleaved theta 1.0e+04 dims[0, 16] : tensor<?x8x16xf32>, tensor<?xi32> -> tensor<?x8x16xf32>
   // CHECK: kiln.rope %{{.*}}, %{{.*}} neox theta 1.000000e+06 dims[0, 16]
   %bn = kiln.rope %br, %pos neox theta 1.0e+06 dims[0, 16] : tensor<?x8x16xf32>, tensor<?xi32> -> tensor<?x8x16xf32>
+  // CHECK: kiln.take_rows %{{.*}}[%{{.*}}] : tensor<?x384xf32>, tensor<?xi32> -> tensor<?x384xf32>
+  %rows = kiln.take_rows %x[%pos] : tensor<?x384xf32>, tensor<?xi32> -> tensor<?x384xf32>
   // CHECK: kiln.concat %{{.*}}, %{{.*}} axis 2 : tensor<?x8x32xf32>, tensor<?x8x16xf32> -> tensor<?x8x48xf32>
   %c = kiln.concat %a, %bn axis 2 : tensor<?x8x32xf32>, tensor<?x8x16xf32> -> tensor<?x8x48xf32>
   return %c : tensor<?x8x48xf32>
@@ -100,7 +102,8 @@ func.func @router(%s: tensor<?x16xf32>, %logits: tensor<?x2048xf32>) -> (tensor<
 func.func @attention(%seq: tensor<?xi32>, %pos: tensor<?xi32>, %lat: tensor<?x80xf32>,
                      %qn: tensor<?x8x32xf32>, %qp: tensor<?x8x16xf32>, %kvb: tensor<512x64xbf16>,
                      %qi: tensor<?x4x32xf32>, %wi: tensor<?x4xf32>, %keys: tensor<?x32xf32>,
-                     %q: tensor<?x8x64xf32>, %kv: tensor<?x128xf32>) -> tensor<?x8x32xf32> {
+                     %q: tensor<?x8x64xf32>, %kv: tensor<?x128xf32>,
+                     %kvq: tensor<512x64xf4E2M1FN>, %kvs: tensor<512x2xf8E8M0FNU>) -> tensor<?x8x32xf32> {
   // CHECK: kiln.kv_cache.append @l0.latent[%{{.*}}, %{{.*}}] = %{{.*}} : tensor<?xi32>, tensor<?xi32>, tensor<?x80xf32>
   kiln.kv_cache.append @l0.latent[%seq, %pos] = %lat : tensor<?xi32>, tensor<?xi32>, tensor<?x80xf32>
   kiln.kv_cache.append @l0.index[%seq, %pos] = %keys : tensor<?xi32>, tensor<?xi32>, tensor<?x32xf32>
@@ -112,6 +115,8 @@ func.func @attention(%seq: tensor<?xi32>, %pos: tensor<?xi32>, %lat: tensor<?x80
   %o = kiln.mla_attention %qn, %qp, %kvb, @l0.latent[%seq, %pos] top_k %sel scale 0.144 : tensor<?x8x32xf32>, tensor<?x8x16xf32>, tensor<512x64xbf16>, tensor<?xi32>, tensor<?xi32>, tensor<?x64xi32> -> tensor<?x8x32xf32>
   // CHECK: kiln.mla_attention %{{.*}}, %{{.*}}, %{{.*}}, @l0.latent[%{{.*}}, %{{.*}}] scale
   %o2 = kiln.mla_attention %qn, %qp, %kvb, @l0.latent[%seq, %pos] scale 0.144 : tensor<?x8x32xf32>, tensor<?x8x16xf32>, tensor<512x64xbf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x32xf32>
+  // CHECK: kiln.mla_attention %{{.*}}, %{{.*}}, %{{.*}} scales %{{.*}} block [1, 32], @l0.latent[%{{.*}}, %{{.*}}] top_k
+  %o3 = kiln.mla_attention %qn, %qp, %kvq scales %kvs block [1, 32], @l0.latent[%seq, %pos] top_k %sel scale 0.144 : tensor<?x8x32xf32>, tensor<?x8x16xf32>, tensor<512x64xf4E2M1FN> scales tensor<512x2xf8E8M0FNU>, tensor<?xi32>, tensor<?xi32>, tensor<?x64xi32> -> tensor<?x8x32xf32>
   kiln.kv_cache.append @g0.k[%seq, %pos] = %kv : tensor<?xi32>, tensor<?xi32>, tensor<?x128xf32>
   // CHECK: kiln.gqa_attention %{{.*}}, @g0.k, @g0.v[%{{.*}}, %{{.*}}] scale 1.250000e-01 : tensor<?x8x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xf32>
   %g = kiln.gqa_attention %q, @g0.k, @g0.v[%seq, %pos] scale 0.125 : tensor<?x8x64xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xf32>
