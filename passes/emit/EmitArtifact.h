@@ -1,0 +1,33 @@
+//===- EmitArtifact.h - Fused kiln IR + checkpoint to an artifact -*- C++
+//-*-===//
+
+#ifndef KILN_PASSES_EMIT_EMITARTIFACT_H
+#define KILN_PASSES_EMIT_EMITARTIFACT_H
+
+#include "frontends/glm/Checkpoint.h"
+#include "frontends/glm/Config.h"
+#include "runtime/support/Status.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace kiln {
+
+struct CompileOptions {
+  std::string outputPath;
+  std::string targets = "cpu";
+  uint64_t maxFileBytes = uint64_t(64) << 30;
+  int specDefault = 3;
+};
+
+/// Lowers the fused module to execution plans, streams the weights
+/// (quantizing where the IR says so) and writes the artifact.
+Status compileArtifact(mlir::ModuleOp module, const glm::GlmConfig &config,
+                       const glm::Checkpoint &checkpoint,
+                       const std::string &checkpointDir,
+                       const CompileOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_PASSES_EMIT_EMITARTIFACT_H

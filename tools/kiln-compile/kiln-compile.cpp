@@ -1,0 +1,159 @@
+//===- kiln-compile.cpp - Kiln's ahead-of-time compiler driver ------------===//
+//
+//   kiln-compile <checkpoint-dir> --emit=graph|fused [--config-only]
+//   kiln-compile <checkpoint-dir> -o model.kiln [--target=cpu,...]
+//                [--quantize=mxfp4 --quantize-policy=experts,...]
+//
+// A thin wrapper: the work is in frontends/glm, passes/ and compiler/.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/kiln/IR/KilnOps.h"
+#include "frontends/glm/Checkpoint.h"
+#include "frontends/glm/Config.h"
+#include "frontends/glm/GraphBuilder.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "passes/emit/EmitArtifact.h"
+
+using namespace llvm;
+using namespace kiln;
+
+static cl::OptionCategory category("kiln-compile options");
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<checkpoint-dir>"),
+                                      cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
+                                       cl::value_desc("path"), cl::init("-"),
+                                       cl::cat(category));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("What to produce: graph (graph-level IR), fused (after "
+                  "the fusion passes) or artifact (the default with -o)"),
+         cl::init(""), cl::cat(category));
+static cl::opt<bool> configOnly(
+    "config-only",
+    cl::desc("Build the graph from config.json alone (no weights needed)"),
+    cl::cat(category));
+static cl::opt<std::string>
+    quantize("quantize", cl::desc("Quantize weights: none or mxfp4"),
+             cl::init("none"), cl::cat(category));
+static cl::opt<std::string> quantizePolicy(
+    "quantize-policy",
+    cl::desc("Weight groups to quantize: experts, shared, dense, attention, "
+             "mtp, lm_head, all (comma separated)"),
+    cl::init("experts"), cl::cat(category));
+static cl::opt<std::string>
+    scaleRule("quantize-rule", cl::desc("MXFP4 scale rule: even or floor"),
+              cl::init("even"), cl::cat(category));
+static cl::opt<std::string> cacheType("kv-cache-type",
+                                      cl::desc("KV cache elements: f32, bf16"),
+                                      cl::init("f32"), cl::cat(category));
+static cl::opt<std::string> targets("target",
+                                    cl::desc("Targets: cpu, gfx950, gfx942"),
+                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<uint64_t> maxFileBytes(
+    "max-file-size",
+    cl::desc("Split the artifact into files of at most this many bytes"),
+    cl::init(uint64_t(64) << 30), cl::cat(category));
+static cl::opt<int>
+    specDefault("spec-default",
+                cl::desc("Default draft tokens per round for kiln-run"),
+                cl::init(3), cl::cat(category));
+
+static int fail(const Twine &message) {
+  errs() << "kiln-compile: " << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "Kiln ahead-of-time compiler\n");
+
+  if (quantize != "none" && quantize != "mxfp4")
+    return fail("--quantize must be none or mxfp4, found '" + quantize + "'");
+  std::string mode = emit;
+  if (mode.empty())
+    mode = outputPath == "-" ? "graph" : "artifact";
+  if (mode != "graph" && mode != "fused" && mode != "artifact")
+    return fail("--emit must be graph, fused or artifact, found '" + mode +
+                "'");
+  if (mode == "artifact" && configOnly)
+    return fail("--config-only builds IR only; use --emit=graph or fused");
+  if (mode == "artifact" && outputPath == "-")
+    return fail("an artifact needs an output file: -o model.kiln");
+
+  auto config = glm::parseConfigFile(inputPath);
+  if (!config.isOk())
+    return fail(config.status().message());
+
+  mlir::MLIRContext context;
+  context.loadDialect<KilnDialect, mlir::func::FuncDialect>();
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+
+  std::optional<glm::Checkpoint> checkpoint;
+  std::unique_ptr<glm::WeightSource> weights;
+  if (configOnly) {
+    weights = glm::makeConfigWeightSource(*config);
+  } else {
+    auto opened = glm::Checkpoint::open(inputPath);
+    if (!opened.isOk())
+      return fail(opened.status().message());
+    checkpoint.emplace(std::move(opened).value());
+    weights = glm::makeCheckpointWeightSource(*checkpoint, *config);
+  }
+
+  glm::GraphOptions graphOptions;
+  graphOptions.cacheType = cacheType;
+  auto loc = mlir::FileLineColLoc::get(&context, inputPath, 0, 0);
+  auto module =
+      glm::buildGlmModule(&context, loc, *config, *weights, graphOptions);
+  if (!module || failed(mlir::verify(*module)))
+    return 1;
+
+  if (mode != "graph") {
+    mlir::PassManager pm(&context);
+    FusePipelineOptions options;
+    options.quantize = quantize == "mxfp4";
+    options.quantizePolicy = quantizePolicy;
+    options.scaleRule = scaleRule;
+    buildFusePipeline(pm, options);
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+
+  if (mode == "artifact") {
+    CompileOptions options;
+    options.outputPath = outputPath;
+    options.targets = targets;
+    options.maxFileBytes = maxFileBytes;
+    options.specDefault = specDefault;
+    Status status =
+        compileArtifact(*module, *config, *checkpoint, inputPath, options);
+    if (!status.isOk())
+      return fail(status.message());
+    return 0;
+  }
+
+  std::string error;
+  auto output = mlir::openOutputFile(outputPath, &error);
+  if (!output)
+    return fail(error);
+  module->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
