@@ -748,7 +748,8 @@ examples:
   gen_checkpoint.py --out /tmp/g5 --preset tiny                       # like fixtures/glm5-tiny-dev
   gen_checkpoint.py --out /tmp/g5fp8 --preset tiny --form fp8 --sharded 2
   gen_checkpoint.py --out /tmp/g45 --preset tiny-glm45 --set num_hidden_layers=5 --set use_qk_norm=false
-  gen_checkpoint.py --out /tmp/wide --preset glm5-width --no-mtp      # ~14.4 GB, MXFP4 experts written directly
+  gen_checkpoint.py --out /tmp/wide --preset glm5-width               # 20.5 GB (MTP experts MXFP4), ~2 min
+  gen_checkpoint.py --out /tmp/wide --preset glm5-width --no-mtp      # 14.8 GB
   gen_checkpoint.py --out /tmp/g5 --preset tiny --set rope_parameters.rope_theta=1e6
 
 Same --seed and --set values give the same BF16 model in every form, so a quantized output can be checked
