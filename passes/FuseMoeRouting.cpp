@@ -168,7 +168,8 @@ struct FuseRouting : OpRewritePattern<ExpertsOp> {
         rewriter.getI64IntegerAttr(spec.topkGroup),
         rewriter.getF32FloatAttr(spec.scale),
         spec.norm ? rewriter.getUnitAttr() : UnitAttr(),
-        rewriter.getI64IntegerAttr(blockSize), DenseI64ArrayAttr());
+        rewriter.getI64IntegerAttr(blockSize), DenseI64ArrayAttr(),
+        DenseI64ArrayAttr());
     rewriter.replaceOp(root, moe.getResult());
     return success();
   }

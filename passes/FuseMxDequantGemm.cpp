@@ -59,16 +59,17 @@ struct FuseMoe : OpRewritePattern<MoeOp> {
     auto routed = matchGroup(op.getGate(), op.getUp(), op.getDown());
     if (failed(routed))
       return rewriter.notifyMatchFailure(op, "experts are not dequantized");
-    ArrayRef<int64_t> block = (*routed)[0].getBlock();
-
     Value sharedGate = op.getSharedGate(), sharedUp = op.getSharedUp(),
           sharedDown = op.getSharedDown();
     Value sgs, sus, sds;
+    DenseI64ArrayAttr sharedBlock;
     if (sharedGate) {
+      // The shared expert may be stored in another format than the routed
+      // ones (BF16 next to MXFP4 experts stays as it is; FP8 next to
+      // re-quantized MXFP4 keeps its own block).
       auto shared = matchGroup(sharedGate, sharedUp, sharedDown);
-      // A shared expert in another format than the routed ones (e.g. BF16
-      // next to MXFP4 experts) stays as it is.
-      if (succeeded(shared) && (*shared)[0].getBlock() == block) {
+      if (succeeded(shared)) {
+        sharedBlock = (*shared)[0].getBlockAttr();
         sharedGate = (*shared)[0].getValues();
         sharedUp = (*shared)[1].getValues();
         sharedDown = (*shared)[2].getValues();
@@ -85,7 +86,7 @@ struct FuseMoe : OpRewritePattern<MoeOp> {
         sharedUp, sharedDown, sgs, sus, sds, op.getTopKAttr(),
         op.getNGroupAttr(), op.getTopkGroupAttr(),
         op.getRoutedScalingFactorAttr(), op.getNormTopkProbAttr(),
-        op.getBlockSizeAttr(), (*routed)[0].getBlockAttr());
+        op.getBlockSizeAttr(), (*routed)[0].getBlockAttr(), sharedBlock);
     return success();
   }
 };

@@ -37,7 +37,7 @@ func.func @float_matmul(%x: tensor<?x64xf32>, %w: tensor<32x64xbf16>) -> tensor<
 // Routed experts and the shared expert, all MXFP4, move into kiln.moe.
 // CHECK-LABEL: func.func @moe_all_mxfp4
 // CHECK-SAME: (%[[X:[^:]*]]: {{.*}}, %[[RW:[^:]*]]: {{.*}}, %[[RB:[^:]*]]: {{.*}}, %[[GQ:[^:]*]]: {{.*}}, %[[GS:[^:]*]]: {{.*}}, %[[DQ:[^:]*]]: {{.*}}, %[[DS:[^:]*]]: {{.*}}, %[[SQ:[^:]*]]: {{.*}}, %[[SS:[^:]*]]: {{.*}}, %[[SDQ:[^:]*]]: {{.*}}, %[[SDS:[^:]*]]: {{.*}})
-// CHECK-NEXT: kiln.moe %[[X]] router %[[RW]] bias %[[RB]] experts %[[GQ]], %[[GQ]], %[[DQ]] scales %[[GS]], %[[GS]], %[[DS]] shared %[[SQ]], %[[SQ]], %[[SDQ]] shared_scales %[[SS]], %[[SS]], %[[SDS]] top_k 2 groups 1 keep 1 scale 2.500000e+00 norm block_size 16 block [1, 32]
+// CHECK-NEXT: kiln.moe %[[X]] router %[[RW]] bias %[[RB]] experts %[[GQ]], %[[GQ]], %[[DQ]] scales %[[GS]], %[[GS]], %[[DS]] shared %[[SQ]], %[[SQ]], %[[SDQ]] shared_scales %[[SS]], %[[SS]], %[[SDS]] top_k 2 groups 1 keep 1 scale 2.500000e+00 norm block_size 16 block [1, 32] shared_block [1, 32]
 // CHECK-NOT: kiln.dequantize
 func.func @moe_all_mxfp4(%x: tensor<?x64xf32>, %rw: tensor<8x64xbf16>, %rb: tensor<8xf32>,
     %gq: tensor<8x32x64xf4E2M1FN>, %gs: tensor<8x32x2xf8E8M0FNU>, %dq: tensor<8x64x32xf4E2M1FN>, %ds: tensor<8x64x1xf8E8M0FNU>,

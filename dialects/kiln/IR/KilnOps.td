@@ -683,8 +683,9 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     2. group the (token, expert) pairs by expert, each group padded to
        `block_size` rows, so each expert's weights are read once per block;
     3. grouped SwiGLU expert GEMMs (gate/up `[E, I, H]`, down `[E, H, I]`);
-       with `*_scales` the expert weights are block-scaled (`block`) and
-       dequantized inside the GEMM;
+       with `*_scales` the expert weights are block-scaled (`block`, and
+       `shared_block` for the shared expert, which may use another format)
+       and dequantized inside the GEMM;
     4. weighted combine, plus the shared expert (`shared_gate`/`up`/`down`,
        `[Is, H]`/`[Is, H]`/`[H, Is]`) when present.
 
@@ -708,7 +709,8 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     Optional<Kiln_Tensor>:$shared_down_scales,
     I64Attr:$top_k, I64Attr:$n_group, I64Attr:$topk_group,
     F32Attr:$routed_scaling_factor, UnitAttr:$norm_topk_prob,
-    I64Attr:$block_size, OptionalAttr<DenseI64ArrayAttr>:$block);
+    I64Attr:$block_size, OptionalAttr<DenseI64ArrayAttr>:$block,
+    OptionalAttr<DenseI64ArrayAttr>:$shared_block);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `router` $router `bias` $router_bias `experts` $gate `,` $up `,` $down
@@ -718,7 +720,7 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     `top_k` $top_k `groups` $n_group `keep` $topk_group
     `scale` $routed_scaling_factor (`norm` $norm_topk_prob^)?
     `block_size` $block_size (`block` $block^)?
-    attr-dict `:` functional-type(operands, results)
+    (`shared_block` $shared_block^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -706,8 +706,9 @@ LogicalResult MoeOp::verify() {
                             "together";
   if (getSharedGateScales() && !getSharedGate())
     return emitOpError() << "shared_scales given without a shared expert";
-  if (getSharedGateScales() && !getBlock())
-    return emitOpError() << "shared_scales need the 'block' attribute";
+  if (bool(getSharedGateScales()) != getSharedBlock().has_value())
+    return emitOpError() << "shared_scales and the 'shared_block' attribute "
+                            "go together";
   if (quantized) {
     for (auto [v, s] : {std::pair(getGate(), getGateScales()),
                         std::pair(getUp(), getUpScales()),
@@ -734,7 +735,7 @@ LogicalResult MoeOp::verify() {
       for (auto [v, s] : {std::pair(getSharedGate(), getSharedGateScales()),
                           std::pair(getSharedUp(), getSharedUpScales()),
                           std::pair(getSharedDown(), getSharedDownScales())})
-        if (failed(verifyBlockScaled(*this, v, s, *getBlock())))
+        if (failed(verifyBlockScaled(*this, v, s, *getSharedBlock())))
           return failure();
   }
   return expectShape(*this, "result", getResult(), in.getShape());

@@ -643,7 +643,7 @@ func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g:
 // -----
 
 func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>, %sq: tensor<6x8xf4E2M1FN>, %ss: tensor<6x1xf8E8M0FNU>, %sd: tensor<8x6xf4E2M1FN>) {
-  // expected-error @below {{shared_scales need the 'block' attribute}}
+  // expected-error @below {{shared_scales and the 'shared_block' attribute go together}}
   %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %sq, %sq, %sd shared_scales %ss, %ss, %ss top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<6x8xf4E2M1FN>, tensor<6x8xf4E2M1FN>, tensor<8x6xf4E2M1FN>, tensor<6x1xf8E8M0FNU>, tensor<6x1xf8E8M0FNU>, tensor<6x1xf8E8M0FNU>) -> tensor<?x8xf32>
   return
 }

@@ -1,0 +1,223 @@
+//===- EmitArtifact.cpp - Fused kiln IR + checkpoint to a .kiln artifact --===//
+//
+// Plans from the IR (PlanBuilder), weights streamed from the checkpoint
+// (WeightStreamer), tokenizer and config from the checkpoint folder, all
+// written through the runtime's ArtifactWriter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/emit/EmitArtifact.h"
+
+#include "passes/emit/PlanBuilder.h"
+#include "passes/emit/WeightStreamer.h"
+#include "runtime/artifact/ArtifactWriter.h"
+#include "runtime/engine/TokenizerTable.h"
+#include "runtime/tokenizer/TokenizerData.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using namespace kiln;
+using namespace kiln::emit;
+
+namespace {
+
+Result<std::string> readText(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return makeError(StatusCode::NotFound, path, ": cannot be read");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+fb::DType weightDtype(const StreamedWeight &w) { return w.dtype; }
+
+/// tokenizer_config.json's chat_template, verbatim; empty when absent.
+std::string readChatTemplate(const std::string &path) {
+  auto text = readText(path);
+  if (!text.isOk())
+    return "";
+  auto json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_object() && json.contains("chat_template") &&
+      json["chat_template"].is_string())
+    return json["chat_template"].get<std::string>();
+  return "";
+}
+
+flatbuffers::Offset<fb::ModelConfig>
+buildConfig(flatbuffers::FlatBufferBuilder &fbb, const glm::GlmConfig &config,
+            const std::string &configJson, bool hasDraft, int specDefault) {
+  std::vector<int32_t> eos(config.eosTokenIds.begin(),
+                           config.eosTokenIds.end());
+  auto family = fbb.CreateString(glm::modelTypeName(config.modelType));
+  auto json = fbb.CreateString(configJson);
+  auto eosVec = fbb.CreateVector(eos);
+  fb::ModelConfigBuilder b(fbb);
+  b.add_family(family);
+  b.add_config_json(json);
+  b.add_hidden_size(config.hiddenSize);
+  b.add_vocab_size(config.vocabSize);
+  b.add_num_layers(config.numHiddenLayers);
+  b.add_max_position_embeddings(config.maxPositionEmbeddings);
+  b.add_eos_token_ids(eosVec);
+  b.add_pad_token_id(int32_t(config.padTokenId.value_or(-1)));
+  b.add_mtp_layers(hasDraft ? 1 : 0);
+  b.add_default_spec_k(hasDraft ? specDefault : 0);
+  return b.Finish();
+}
+
+fb::Rows rowsOf(uint8_t rows) { return static_cast<fb::Rows>(rows); }
+
+flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
+                                        const PlanSpec &plan,
+                                        const std::vector<uint32_t> &kernelOf) {
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  for (const BufferSpec &b : plan.buffers) {
+    auto name = fbb.CreateString(b.name);
+    auto shape = fbb.CreateVector(b.rowShape);
+    fb::BufferBuilder bb(fbb);
+    bb.add_name(name);
+    bb.add_dtype(b.i32 ? fb::DType::I32 : fb::DType::F32);
+    bb.add_rows(rowsOf(b.rows));
+    bb.add_row_shape(shape);
+    buffers.push_back(bb.Finish());
+  }
+  std::vector<flatbuffers::Offset<fb::Dispatch>> dispatches;
+  for (const DispatchSpec &d : plan.dispatches) {
+    std::vector<fb::Arg> args;
+    for (const ArgSpec &a : d.args)
+      args.emplace_back(static_cast<fb::ArgKind>(a.kind), a.index);
+    auto argsVec = fbb.CreateVectorOfStructs(args);
+    auto ints = fbb.CreateVector(d.ints);
+    auto floats = fbb.CreateVector(d.floats);
+    auto loc = fbb.CreateString(d.location);
+    fb::DispatchBuilder db(fbb);
+    db.add_kernel(kernelOf[size_t(d.kernel)]);
+    db.add_args(argsVec);
+    db.add_ints(ints);
+    db.add_floats(floats);
+    db.add_location(loc);
+    dispatches.push_back(db.Finish());
+  }
+  auto name = fbb.CreateString(plan.name);
+  auto bufVec = fbb.CreateVector(buffers);
+  auto inputs = fbb.CreateVector(plan.inputs);
+  auto outputs = fbb.CreateVector(plan.outputs);
+  auto dispVec = fbb.CreateVector(dispatches);
+  fb::PlanBuilder pb(fbb);
+  pb.add_name(name);
+  pb.add_buffers(bufVec);
+  pb.add_inputs(inputs);
+  pb.add_outputs(outputs);
+  pb.add_dispatches(dispVec);
+  return pb.Finish();
+}
+
+} // namespace
+
+Status kiln::compileArtifact(mlir::ModuleOp module,
+                             const glm::GlmConfig &config,
+                             const glm::Checkpoint &checkpoint,
+                             const std::string &checkpointDir,
+                             const CompileOptions &options) {
+  if (options.targets != "cpu")
+    return makeError(StatusCode::InvalidArgument, "target '", options.targets,
+                     "': this kiln-compile emits artifacts for the cpu "
+                     "target; use --emit=fused to inspect other targets' IR");
+  KILN_ASSIGN_OR_RETURN(ProgramSpec program, buildPrograms(module));
+
+  std::string dir = checkpointDir;
+  if (dir.size() > 5 && dir.substr(dir.size() - 5) == ".json")
+    dir = dir.substr(0, dir.find_last_of('/'));
+  KILN_ASSIGN_OR_RETURN(std::string configJson, readText(dir + "/config.json"));
+  KILN_ASSIGN_OR_RETURN(TokenizerData tokenizer,
+                        parseTokenizerJson(dir + "/tokenizer.json"));
+  std::string chatTemplate = readChatTemplate(dir + "/tokenizer_config.json");
+
+  KILN_ASSIGN_OR_RETURN(auto writer,
+                        artifact::ArtifactWriter::create(options.outputPath,
+                                                         options.maxFileBytes));
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<StreamedWeight> streamed,
+      streamWeights(program.weights, checkpoint, *writer, stderr));
+
+  flatbuffers::FlatBufferBuilder fbb(1 << 20);
+  // Weights.
+  std::vector<flatbuffers::Offset<fb::Weight>> weights;
+  for (size_t i = 0; i < program.weights.size(); ++i) {
+    const WeightSpec &spec = program.weights[i];
+    const StreamedWeight &s = streamed[i];
+    auto name = fbb.CreateString(spec.name);
+    auto shape = fbb.CreateVector(spec.shape);
+    auto source = fbb.CreateString(s.source);
+    fb::WeightBuilder wb(fbb);
+    wb.add_name(name);
+    wb.add_layout(s.layout);
+    wb.add_dtype(weightDtype(s));
+    wb.add_shape(shape);
+    wb.add_data(&s.data);
+    if (s.scales)
+      wb.add_scales(&*s.scales);
+    wb.add_source(source);
+    weights.push_back(wb.Finish());
+  }
+  // Caches.
+  std::vector<flatbuffers::Offset<fb::Cache>> caches;
+  for (const CacheSpec &c : program.caches) {
+    auto name = fbb.CreateString(c.name);
+    auto owner = fbb.CreateString(c.owner);
+    fb::CacheBuilder cb(fbb);
+    cb.add_name(name);
+    cb.add_width(c.width);
+    cb.add_dtype(c.bf16 ? fb::DType::BF16 : fb::DType::F32);
+    cb.add_plan(owner);
+    caches.push_back(cb.Finish());
+  }
+  // Kernels: the ones the plans use, served by the runtime's CPU kernels.
+  std::set<abi::Kernel> used;
+  for (const PlanSpec &p : program.plans)
+    for (const DispatchSpec &d : p.dispatches)
+      used.insert(d.kernel);
+  std::vector<uint32_t> kernelOf(size_t(abi::Kernel::Count), 0);
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
+  for (abi::Kernel k : used) {
+    kernelOf[size_t(k)] = kernels.size();
+    auto name = fbb.CreateString(std::string(abi::kKernelNames[size_t(k)]));
+    fb::KernelBuilder kb(fbb);
+    kb.add_name(name);
+    kernels.push_back(kb.Finish());
+  }
+  std::vector<flatbuffers::Offset<fb::Plan>> plans;
+  bool hasDraft = false;
+  for (const PlanSpec &p : program.plans) {
+    plans.push_back(buildPlan(fbb, p, kernelOf));
+    hasDraft |= p.name == "draft";
+  }
+  KILN_ASSIGN_OR_RETURN(auto tokenizerTable, engine::tokenizerToFlatbuffer(
+                                                 fbb, tokenizer, chatTemplate));
+  auto configTable =
+      buildConfig(fbb, config, configJson, hasDraft, options.specDefault);
+  auto producer = fbb.CreateString("kiln-compile 0.1");
+  auto targets = fbb.CreateVectorOfStrings({"x86_64"});
+  auto files = fbb.CreateVectorOfStrings(writer->fileNames());
+  auto weightVec = fbb.CreateVector(weights);
+  auto cacheVec = fbb.CreateVector(caches);
+  auto kernelVec = fbb.CreateVector(kernels);
+  auto planVec = fbb.CreateVector(plans);
+  fb::ArtifactBuilder ab(fbb);
+  ab.add_producer(producer);
+  ab.add_targets(targets);
+  ab.add_files(files);
+  ab.add_config(configTable);
+  ab.add_tokenizer(tokenizerTable);
+  ab.add_weights(weightVec);
+  ab.add_caches(cacheVec);
+  ab.add_kernels(kernelVec);
+  ab.add_plans(planVec);
+  fbb.Finish(ab.Finish(), fb::ArtifactIdentifier());
+  return writer->finish(fbb);
+}

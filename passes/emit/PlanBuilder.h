@@ -1,0 +1,97 @@
+//===- PlanBuilder.h - Fused kiln functions to execution plans --*- C++ -*-===//
+//
+// Lowers each entry function of a fused module into a plan: a sequence of
+// kernel dispatches (runtime/engine/KernelAbi.h) over planned activation
+// buffers, naming weights and caches by index. Buffers are reused once their
+// value is dead (a linear scan in program order); kiln.reshape aliases its
+// input's buffer. Weights referenced by the plans are collected, deduplicated
+// across plans, into a WeightTable for the streamer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_EMIT_PLANBUILDER_H
+#define KILN_PASSES_EMIT_PLANBUILDER_H
+
+#include "runtime/engine/KernelAbi.h"
+#include "runtime/support/Status.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::emit {
+
+/// How an artifact weight is produced from the checkpoint.
+enum class WeightKind {
+  Dense,      // a float tensor copied (rank-1 ones upcast to f32)
+  Fp8Block,   // F8_E4M3 values + F32 128x128 block scales, copied
+  Mxfp4Raw,   // Quark MXFP4: packed values + E8M0 scales, copied
+  Mxfp4Quant, // quantized by Kiln from a float (or FP8) source tensor
+};
+
+enum class ElemType { F32, BF16, F16, F8E4M3, F4E2M1, E8M0 };
+
+struct WeightSpec {
+  WeightKind kind = WeightKind::Dense;
+  std::string name;           // checkpoint tensor name; `{e}` for stacks
+  std::string scaleName;      // Fp8Block / Mxfp4Raw scales; Mxfp4Quant: the
+                              // FP8 source's block scales, if any
+  std::vector<int64_t> shape; // logical, [E,] N, K
+  ElemType dtype = ElemType::BF16; // stored element type of the values
+  bool evenRule = true;            // Mxfp4Quant scale rule
+  int64_t experts = 0;             // > 0 for `{e}` stacks
+  std::string key() const;
+};
+
+struct BufferSpec {
+  std::string name;
+  uint8_t rows = 0; // fb::Rows
+  bool i32 = false; // else f32
+  std::vector<int64_t> rowShape;
+  int64_t rowElems() const;
+};
+
+enum class ArgKind : uint8_t { Buffer, Weight, Cache, None };
+struct ArgSpec {
+  ArgKind kind;
+  uint32_t index;
+};
+
+struct DispatchSpec {
+  abi::Kernel kernel;
+  std::vector<ArgSpec> args;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::string location;
+};
+
+struct PlanSpec {
+  std::string name;
+  std::vector<BufferSpec> buffers;
+  std::vector<uint32_t> inputs, outputs;
+  std::vector<DispatchSpec> dispatches;
+};
+
+struct CacheSpec {
+  std::string name;
+  int64_t width = 0;
+  bool bf16 = false;
+  std::string owner; // "main" or "draft"
+};
+
+/// Everything the artifact needs from the IR.
+struct ProgramSpec {
+  std::vector<WeightSpec> weights;
+  std::vector<CacheSpec> caches;
+  std::vector<PlanSpec> plans;
+};
+
+/// Lowers @prefill, @decode and (when present) @draft. Errors name the op.
+Result<ProgramSpec> buildPrograms(mlir::ModuleOp module);
+
+} // namespace kiln::emit
+
+#endif // KILN_PASSES_EMIT_PLANBUILDER_H

@@ -1,0 +1,353 @@
+//===- WeightStreamer.cpp -------------------------------------------------===//
+
+#include "passes/emit/WeightStreamer.h"
+
+#include "passes/emit/Mxfp4Quantize.h"
+#include "runtime/cpu/Dequant.h"
+
+#include <chrono>
+#include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace kiln;
+using namespace kiln::emit;
+using glm::Dtype;
+using glm::TensorInfo;
+
+namespace {
+
+constexpr size_t kChunk = size_t(8) << 20;
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+/// Drops the pages of a mapped tensor from this process once it is copied.
+void releasePages(const TensorInfo &t) {
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = reinterpret_cast<uintptr_t>(t.data) & ~(page - 1);
+  uintptr_t end = reinterpret_cast<uintptr_t>(t.data) + t.byteSize;
+  madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+std::string expertName(const std::string &pattern, int64_t e) {
+  std::string name = pattern;
+  size_t at = name.find("{e}");
+  if (at != std::string::npos)
+    name.replace(at, 3, std::to_string(e));
+  return name;
+}
+
+Status expectTensor(const TensorInfo &t, std::initializer_list<Dtype> dtypes,
+                    const std::vector<int64_t> &shape) {
+  bool dtypeOk = false;
+  for (Dtype d : dtypes)
+    dtypeOk |= t.dtype == d;
+  if (!dtypeOk || t.shape != shape)
+    return makeError(StatusCode::InvalidArgument, "tensor '", t.name, "' is ",
+                     t.describe(), ", expected shape ",
+                     glm::shapeToString(shape), " of another dtype");
+  return Status::ok();
+}
+
+float toFloat(Dtype dtype, const uint8_t *p) {
+  switch (dtype) {
+  case Dtype::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return cpu::bf16ToFloat(v);
+  }
+  case Dtype::F16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return cpu::f16ToFloat(v);
+  }
+  case Dtype::F8_E4M3:
+    return cpu::e4m3ToFloat(*p);
+  default: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  }
+}
+
+class Streamer {
+public:
+  Streamer(const glm::Checkpoint &ckpt, artifact::ArtifactWriter &writer,
+           Progress &progress)
+      : ckpt_(ckpt), writer_(writer), progress_(progress) {}
+
+  Result<StreamedWeight> stream(const WeightSpec &spec);
+
+private:
+  Result<const TensorInfo *> tensor(const std::string &name) {
+    return ckpt_.get(name);
+  }
+  Status copy(const TensorInfo &t) {
+    for (uint64_t off = 0; off < t.byteSize; off += kChunk) {
+      uint64_t n = std::min<uint64_t>(kChunk, t.byteSize - off);
+      KILN_RETURN_IF_ERROR(writer_.append(t.data + off, n));
+    }
+    return Status::ok();
+  }
+  Status copyAsF32(const TensorInfo &t) {
+    size_t size = dtypeSize(t.dtype);
+    std::vector<float> buf;
+    uint64_t count = t.numElements();
+    for (uint64_t i = 0; i < count; i += kChunk / 4) {
+      uint64_t n = std::min<uint64_t>(kChunk / 4, count - i);
+      buf.resize(n);
+      for (uint64_t j = 0; j < n; ++j)
+        buf[j] = toFloat(t.dtype, t.data + (i + j) * size);
+      KILN_RETURN_IF_ERROR(writer_.append(buf.data(), n * 4));
+    }
+    return Status::ok();
+  }
+  void done(const TensorInfo &t) {
+    releasePages(t);
+    progress_.advance(t.byteSize, 1);
+  }
+  Result<StreamedWeight> dense(const WeightSpec &spec);
+  Result<StreamedWeight> copied(const WeightSpec &spec);
+  Result<StreamedWeight> quantized(const WeightSpec &spec);
+
+  const glm::Checkpoint &ckpt_;
+  artifact::ArtifactWriter &writer_;
+  Progress &progress_;
+};
+
+/// The per-matrix shape of a spec (drops the expert dimension).
+std::vector<int64_t> matrixShape(const WeightSpec &spec) {
+  if (spec.experts > 0)
+    return {spec.shape.begin() + 1, spec.shape.end()};
+  return spec.shape;
+}
+
+Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
+  StreamedWeight out;
+  out.layout = fb::WeightLayout::Dense;
+  out.dtype = spec.dtype == ElemType::F32    ? fb::DType::F32
+              : spec.dtype == ElemType::BF16 ? fb::DType::BF16
+                                             : fb::DType::F16;
+  std::vector<int64_t> shape = matrixShape(spec);
+  int64_t count = std::max<int64_t>(spec.experts, 1);
+  KILN_RETURN_IF_ERROR(writer_.beginSegment());
+  for (int64_t e = 0; e < count; ++e) {
+    KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
+                          tensor(expertName(spec.name, e)));
+    KILN_RETURN_IF_ERROR(
+        expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
+    bool same = (t->dtype == Dtype::BF16 && out.dtype == fb::DType::BF16) ||
+                (t->dtype == Dtype::F16 && out.dtype == fb::DType::F16) ||
+                (t->dtype == Dtype::F32 && out.dtype == fb::DType::F32);
+    if (same) {
+      KILN_RETURN_IF_ERROR(copy(*t));
+    } else if (out.dtype == fb::DType::F32) {
+      KILN_RETURN_IF_ERROR(copyAsF32(*t));
+    } else {
+      return makeError(StatusCode::InvalidArgument, "tensor '", t->name,
+                       "' is ", glm::dtypeName(t->dtype),
+                       " but the program reads it as ",
+                       fb::EnumNameDType(out.dtype));
+    }
+    out.source = std::string(glm::dtypeName(t->dtype)) + "->" +
+                 fb::EnumNameDType(out.dtype);
+    done(*t);
+  }
+  KILN_ASSIGN_OR_RETURN(out.data, writer_.endSegment());
+  return out;
+}
+
+/// FP8 and Quark MXFP4: values and scales are copied as they are.
+Result<StreamedWeight> Streamer::copied(const WeightSpec &spec) {
+  StreamedWeight out;
+  bool fp8 = spec.kind == WeightKind::Fp8Block;
+  out.layout = fp8 ? fb::WeightLayout::Fp8Block128 : fb::WeightLayout::Mxfp4;
+  out.dtype = fp8 ? fb::DType::F8E4M3 : fb::DType::F4E2M1;
+  out.source = fp8 ? "fp8 block 128x128 (checkpoint)" : "mxfp4 (checkpoint)";
+  std::vector<int64_t> shape = matrixShape(spec);
+  int64_t n = shape[0], k = shape[1];
+  std::vector<int64_t> valueShape =
+      fp8 ? shape : std::vector<int64_t>{n, k / 2};
+  std::vector<int64_t> scaleShape =
+      fp8 ? std::vector<int64_t>{(n + 127) / 128, (k + 127) / 128}
+          : std::vector<int64_t>{n, k / 32};
+  int64_t count = std::max<int64_t>(spec.experts, 1);
+  for (int pass = 0; pass < 2; ++pass) {
+    KILN_RETURN_IF_ERROR(writer_.beginSegment());
+    for (int64_t e = 0; e < count; ++e) {
+      const std::string &pattern = pass == 0 ? spec.name : spec.scaleName;
+      KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
+                            tensor(expertName(pattern, e)));
+      if (pass == 0)
+        KILN_RETURN_IF_ERROR(
+            expectTensor(*t, {fp8 ? Dtype::F8_E4M3 : Dtype::U8}, valueShape));
+      else
+        KILN_RETURN_IF_ERROR(
+            expectTensor(*t, {fp8 ? Dtype::F32 : Dtype::U8}, scaleShape));
+      KILN_RETURN_IF_ERROR(copy(*t));
+      done(*t);
+    }
+    KILN_ASSIGN_OR_RETURN(fb::Extent extent, writer_.endSegment());
+    if (pass == 0)
+      out.data = extent;
+    else
+      out.scales = extent;
+  }
+  return out;
+}
+
+/// Kiln's own MXFP4 quantization of a float or FP8 source.
+Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
+  StreamedWeight out;
+  out.layout = fb::WeightLayout::Mxfp4;
+  out.dtype = fb::DType::F4E2M1;
+  auto rule = spec.evenRule ? Mxfp4ScaleRule::Even : Mxfp4ScaleRule::Floor;
+  std::vector<int64_t> shape = matrixShape(spec);
+  int64_t n = shape[0], k = shape[1];
+  int64_t count = std::max<int64_t>(spec.experts, 1);
+  std::vector<uint8_t> scales(size_t(count * n * (k / 32)));
+  std::vector<float> row(k);
+  std::vector<uint8_t> packed(size_t(k / 2));
+  KILN_RETURN_IF_ERROR(writer_.beginSegment());
+  for (int64_t e = 0; e < count; ++e) {
+    KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
+                          tensor(expertName(spec.name, e)));
+    const TensorInfo *s = nullptr;
+    if (!spec.scaleName.empty()) {
+      KILN_ASSIGN_OR_RETURN(s, tensor(expertName(spec.scaleName, e)));
+      KILN_RETURN_IF_ERROR(expectTensor(*t, {Dtype::F8_E4M3}, shape));
+      KILN_RETURN_IF_ERROR(
+          expectTensor(*s, {Dtype::F32}, {(n + 127) / 128, (k + 127) / 128}));
+    } else {
+      KILN_RETURN_IF_ERROR(
+          expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
+    }
+    out.source = std::string(glm::dtypeName(t->dtype)) + "->mxfp4(" +
+                 (spec.evenRule ? "even" : "floor") + ")";
+    size_t size = dtypeSize(t->dtype);
+    for (int64_t r = 0; r < n; ++r) {
+      const uint8_t *src = t->data + size_t(r * k) * size;
+      for (int64_t c = 0; c < k; ++c) {
+        float v = toFloat(t->dtype, src + c * size);
+        if (s) {
+          const float *sc = reinterpret_cast<const float *>(s->data);
+          v *= sc[(r / 128) * ((k + 127) / 128) + c / 128];
+        }
+        row[c] = v;
+      }
+      quantizeMxfp4Row(row.data(), k, rule, packed.data(),
+                       scales.data() + size_t((e * n + r) * (k / 32)));
+      KILN_RETURN_IF_ERROR(writer_.append(packed.data(), packed.size()));
+    }
+    done(*t);
+    if (s)
+      done(*s);
+  }
+  KILN_ASSIGN_OR_RETURN(out.data, writer_.endSegment());
+  KILN_ASSIGN_OR_RETURN(fb::Extent se,
+                        writer_.writeSegment(scales.data(), scales.size()));
+  out.scales = se;
+  return out;
+}
+
+Result<StreamedWeight> Streamer::stream(const WeightSpec &spec) {
+  switch (spec.kind) {
+  case WeightKind::Dense:
+    return dense(spec);
+  case WeightKind::Fp8Block:
+  case WeightKind::Mxfp4Raw:
+    return copied(spec);
+  case WeightKind::Mxfp4Quant:
+    return quantized(spec);
+  }
+  return makeError(StatusCode::Internal, "unknown weight kind");
+}
+
+} // namespace
+
+Progress::Progress(uint64_t totalBytes, size_t totalTensors, FILE *out)
+    : total_(totalBytes), tensors_(totalTensors), out_(out),
+      tty_(out && isatty(fileno(out))), start_(now()) {}
+
+void Progress::advance(uint64_t bytes, size_t tensors) {
+  done_ += bytes;
+  tensorsDone_ += tensors;
+  print(false);
+}
+
+void Progress::finish() {
+  // Plain output already said 100%; a terminal bar gets its final line.
+  if (tty_ || lastPercent_ != 100)
+    print(true);
+}
+
+void Progress::print(bool final) {
+  if (!out_)
+    return;
+  double t = now(), elapsed = t - start_;
+  int percent = total_ ? int(100.0 * double(done_) / double(total_)) : 100;
+  if (!final) {
+    if (tty_ && t - lastPrint_ < 0.1)
+      return;
+    if (!tty_ && percent / 10 == lastPercent_ / 10)
+      return;
+  }
+  lastPrint_ = t;
+  lastPercent_ = percent;
+  double rate = elapsed > 0 ? double(done_) / elapsed : 0;
+  double left = rate > 0 ? double(total_ - done_) / rate : 0;
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "%3d%% tensors %zu/%zu  %.2f/%.2f GB  %.0f MB/s  %s %.0fs",
+                percent, tensorsDone_, tensors_, double(done_) / 1e9,
+                double(total_) / 1e9, rate / 1e6, final ? "took" : "left",
+                final ? elapsed : left);
+  if (tty_) {
+    int width = 30, filled = total_ ? int(width * done_ / total_) : width;
+    std::string bar(size_t(filled), '=');
+    bar.resize(size_t(width), ' ');
+    std::fprintf(out_, "\r[%s] %s", bar.c_str(), line);
+    if (final)
+      std::fputc('\n', out_);
+  } else {
+    std::fprintf(out_, "kiln-compile: weights %s\n", line);
+  }
+  std::fflush(out_);
+}
+
+Result<std::vector<StreamedWeight>>
+kiln::emit::streamWeights(const std::vector<WeightSpec> &weights,
+                          const glm::Checkpoint &checkpoint,
+                          artifact::ArtifactWriter &writer, FILE *progressOut) {
+  uint64_t totalBytes = 0;
+  size_t totalTensors = 0;
+  for (const WeightSpec &w : weights) {
+    int64_t count = std::max<int64_t>(w.experts, 1);
+    for (int64_t e = 0; e < count; ++e) {
+      for (const std::string *n : {&w.name, &w.scaleName}) {
+        if (n->empty())
+          continue;
+        if (const TensorInfo *t = checkpoint.find(expertName(*n, e))) {
+          totalBytes += t->byteSize;
+          ++totalTensors;
+        }
+      }
+    }
+  }
+  Progress progress(totalBytes, totalTensors, progressOut);
+  Streamer streamer(checkpoint, writer, progress);
+  std::vector<StreamedWeight> out;
+  out.reserve(weights.size());
+  for (const WeightSpec &w : weights) {
+    auto streamed = streamer.stream(w);
+    if (!streamed.isOk())
+      return streamed.status().withContext("weight '" + w.name + "'");
+    out.push_back(std::move(streamed).value());
+  }
+  progress.finish();
+  return out;
+}

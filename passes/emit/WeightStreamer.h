@@ -1,0 +1,57 @@
+//===- WeightStreamer.h - Checkpoint tensors into artifact segments -*- C++
+//-*-//
+//
+// Streams every weight the plans use from the checkpoint into the artifact,
+// one tensor (one expert) at a time: copies BF16/F16/F32, FP8 and Quark
+// MXFP4 bytes as they are, upcasts 1-D float tensors to F32, and quantizes
+// to MXFP4 where the IR says so. Pages of the memory-mapped checkpoint are
+// released after use, so peak memory stays O(largest tensor) whatever the
+// model size.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_EMIT_WEIGHTSTREAMER_H
+#define KILN_PASSES_EMIT_WEIGHTSTREAMER_H
+
+#include "frontends/glm/Checkpoint.h"
+#include "passes/emit/PlanBuilder.h"
+#include "runtime/artifact/ArtifactWriter.h"
+
+#include <cstdio>
+#include <optional>
+
+namespace kiln::emit {
+
+struct StreamedWeight {
+  fb::Extent data;
+  std::optional<fb::Extent> scales;
+  fb::WeightLayout layout = fb::WeightLayout::Dense;
+  fb::DType dtype = fb::DType::BF16;
+  std::string source; // e.g. "bf16->mxfp4(even)"
+};
+
+/// Progress of a long compile: a bar on a terminal, plain lines otherwise.
+class Progress {
+public:
+  Progress(uint64_t totalBytes, size_t totalTensors, FILE *out);
+  void advance(uint64_t bytes, size_t tensors);
+  void finish();
+
+private:
+  void print(bool final);
+  uint64_t total_, done_ = 0;
+  size_t tensors_, tensorsDone_ = 0;
+  FILE *out_;
+  bool tty_;
+  double start_, lastPrint_ = 0;
+  int lastPercent_ = -1;
+};
+
+Result<std::vector<StreamedWeight>>
+streamWeights(const std::vector<WeightSpec> &weights,
+              const glm::Checkpoint &checkpoint,
+              artifact::ArtifactWriter &writer, FILE *progressOut);
+
+} // namespace kiln::emit
+
+#endif // KILN_PASSES_EMIT_WEIGHTSTREAMER_H

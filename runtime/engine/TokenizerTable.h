@@ -1,0 +1,41 @@
+//===- TokenizerTable.h - TokenizerData <-> the artifact table --*- C++ -*-===//
+//
+// The compiler stores the tokenizer it parsed from tokenizer.json in the
+// artifact's Tokenizer table; the runtime reads it back. Only FlatBuffers and
+// TokenizerData are involved, so the compiler can link this without the rest
+// of the engine.
+//
+// The table holds one optional Split step (pattern + behavior) followed by
+// the ByteLevel flags (add_prefix_space, use_regex). TokenizerData that the
+// table cannot represent exactly (another pre-tokenizer sequence, an
+// inverted split, an unk token, ignore_merges, non-GLM chat tokens, a merge
+// side containing a space) is rejected with an error naming the field, never
+// silently changed: tokenizerFromFlatbuffer(tokenizerToFlatbuffer(d)) == d.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_ENGINE_TOKENIZERTABLE_H
+#define KILN_RUNTIME_ENGINE_TOKENIZERTABLE_H
+
+#include "runtime/artifact/kiln_artifact_generated.h"
+#include "runtime/support/Status.h"
+#include "runtime/tokenizer/TokenizerData.h"
+
+#include <string>
+
+namespace kiln::engine {
+
+/// Serializes `data` (and the checkpoint's chat template, kept verbatim for
+/// kiln-dump) into `builder`.
+Result<flatbuffers::Offset<fb::Tokenizer>>
+tokenizerToFlatbuffer(flatbuffers::FlatBufferBuilder &builder,
+                      const TokenizerData &data,
+                      const std::string &chatTemplate = "");
+
+/// Rebuilds the TokenizerData from a verified table. Errors name the field
+/// ("tokenizer.merges[12]: ...").
+Result<TokenizerData> tokenizerFromFlatbuffer(const fb::Tokenizer &table);
+
+} // namespace kiln::engine
+
+#endif // KILN_RUNTIME_ENGINE_TOKENIZERTABLE_H
