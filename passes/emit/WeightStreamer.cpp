@@ -24,13 +24,17 @@ double now() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-/// Drops the pages of a mapped tensor from this process once it is copied.
-void releasePages(const TensorInfo &t) {
+/// Drops the pages of a mapped byte range from this process once they are
+/// copied (the mapping is read-only and private: they are re-read from the
+/// file if touched again).
+void releasePages(const uint8_t *data, uint64_t size) {
   static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  uintptr_t begin = reinterpret_cast<uintptr_t>(t.data) & ~(page - 1);
-  uintptr_t end = reinterpret_cast<uintptr_t>(t.data) + t.byteSize;
+  uintptr_t begin = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
   madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
+
+void releasePages(const TensorInfo &t) { releasePages(t.data, t.byteSize); }
 
 std::string expertName(const std::string &pattern, int64_t e) {
   std::string name = pattern;
@@ -90,6 +94,7 @@ private:
     for (uint64_t off = 0; off < t.byteSize; off += kChunk) {
       uint64_t n = std::min<uint64_t>(kChunk, t.byteSize - off);
       KILN_RETURN_IF_ERROR(writer_.append(t.data + off, n));
+      releasePages(t.data + off, n);
     }
     return Status::ok();
   }
@@ -103,6 +108,7 @@ private:
       for (uint64_t j = 0; j < n; ++j)
         buf[j] = toFloat(t.dtype, t.data + (i + j) * size);
       KILN_RETURN_IF_ERROR(writer_.append(buf.data(), n * 4));
+      releasePages(t.data + i * size, n * size);
     }
     return Status::ok();
   }
@@ -242,6 +248,7 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
       quantizeMxfp4Row(row.data(), k, rule, packed.data(),
                        scales.data() + size_t((e * n + r) * (k / 32)));
       KILN_RETURN_IF_ERROR(writer_.append(packed.data(), packed.size()));
+      releasePages(src, uint64_t(k) * size);
     }
     done(*t);
     if (s)

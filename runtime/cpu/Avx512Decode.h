@@ -1,0 +1,217 @@
+//===- Avx512Decode.h - Weight decoding into AVX-512 registers --*- C++ -*-===//
+//
+// Internal to MatmulAvx512.cpp (x86 only). Each decoder's Row::load32(k)
+// gives elements [k, k + 32) of one weight row as two FP32 vectors,
+// load16(k) one vector, load16Masked(k, m) one vector with lanes outside m
+// zero. Values equal dequantizeRow()'s bit for bit. MXFP4 has only load32
+// and returns the block's even elements, then its odd ones.
+//
+// kGemvRows: rows per GEMV group at T = 1 (MXFP4 keeps two pointers per row
+// and runs out of registers at 8; measured best 4). kPrefetch: whether the
+// GEMV prefetches in software.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CPU_AVX512DECODE_H
+#define KILN_RUNTIME_CPU_AVX512DECODE_H
+
+#include "runtime/cpu/Dequant.h"
+#include "runtime/cpu/Types.h"
+
+#include <immintrin.h>
+
+#define KILN_AVX512                                                            \
+  __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
+#define KILN_AVX512_INLINE KILN_AVX512 inline __attribute__((always_inline))
+
+namespace kiln::cpu::avx512 {
+
+/// For each E8M0 scale byte e, the 16 E2M1 values times 2^(e - 127) (NaN for
+/// 0xFF), each product rounded as dequantizeRow() rounds it: one aligned
+/// load gives a block's lookup table (16 KiB, mostly a few hot lines).
+inline const float *scaledE2m1Tables() {
+  static const struct Tables {
+    alignas(64) float v[256][16];
+    Tables() {
+      for (int e = 0; e < 256; ++e)
+        for (int c = 0; c < 16; ++c)
+          v[e][c] = e2m1ToFloat(uint8_t(c)) * e8m0ToFloat(uint8_t(e));
+    }
+  } tables;
+  return &tables.v[0][0];
+}
+
+struct DecF32 {
+  static constexpr int kGemvRows = 8;
+  static constexpr bool kPrefetch = false;
+  static constexpr bool kPacked = false;
+  const WeightView &w;
+  struct Row {
+    const float *p;
+    KILN_AVX512_INLINE void load32(int64_t k, __m512 &a, __m512 &b) const {
+      a = _mm512_loadu_ps(p + k);
+      b = _mm512_loadu_ps(p + k + 16);
+    }
+    KILN_AVX512_INLINE __m512 load16(int64_t k) const {
+      return _mm512_loadu_ps(p + k);
+    }
+    KILN_AVX512_INLINE __m512 load16Masked(int64_t k, __mmask16 m) const {
+      return _mm512_maskz_loadu_ps(m, p + k);
+    }
+  };
+  Row row(int64_t n) const {
+    return {static_cast<const float *>(w.data) + n * w.cols};
+  }
+  const void *rowBytes(int64_t n) const { return row(n).p; }
+  static constexpr int64_t bytesPer32() { return 128; }
+};
+
+KILN_AVX512_INLINE __m512 bf16x16(__m256i h) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+struct DecBF16 {
+  static constexpr int kGemvRows = 8;
+  static constexpr bool kPrefetch = false;
+  static constexpr bool kPacked = false;
+  const WeightView &w;
+  struct Row {
+    const uint16_t *p;
+    KILN_AVX512_INLINE __m512 load16(int64_t k) const {
+      return bf16x16(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + k)));
+    }
+    KILN_AVX512_INLINE void load32(int64_t k, __m512 &a, __m512 &b) const {
+      a = load16(k);
+      b = load16(k + 16);
+    }
+    KILN_AVX512_INLINE __m512 load16Masked(int64_t k, __mmask16 m) const {
+      return bf16x16(_mm256_maskz_loadu_epi16(m, p + k));
+    }
+  };
+  Row row(int64_t n) const {
+    return {static_cast<const uint16_t *>(w.data) + n * w.cols};
+  }
+  const void *rowBytes(int64_t n) const { return row(n).p; }
+  static constexpr int64_t bytesPer32() { return 64; }
+};
+
+struct DecF16 {
+  static constexpr int kGemvRows = 8;
+  static constexpr bool kPrefetch = false;
+  static constexpr bool kPacked = false;
+  const WeightView &w;
+  struct Row {
+    const uint16_t *p;
+    KILN_AVX512_INLINE __m512 load16(int64_t k) const {
+      return _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + k)));
+    }
+    KILN_AVX512_INLINE void load32(int64_t k, __m512 &a, __m512 &b) const {
+      a = load16(k);
+      b = load16(k + 16);
+    }
+    KILN_AVX512_INLINE __m512 load16Masked(int64_t k, __mmask16 m) const {
+      return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + k));
+    }
+  };
+  Row row(int64_t n) const {
+    return {static_cast<const uint16_t *>(w.data) + n * w.cols};
+  }
+  const void *rowBytes(int64_t n) const { return row(n).p; }
+  static constexpr int64_t bytesPer32() { return 64; }
+};
+
+/// E4M3FN bytes (zero-extended to 32 bits) to float, as e4m3ToFloat():
+/// the 7 magnitude bits placed at the top of an FP32 mantissa/exponent
+/// give the value times 2^-120 exactly, subnormals included.
+KILN_AVX512_INLINE __m512 e4m3x16(__m128i bytes) {
+  const __m512i v = _mm512_cvtepu8_epi32(bytes);
+  const __m512i mag =
+      _mm512_and_si512(_mm512_slli_epi32(v, 20), _mm512_set1_epi32(0x07F00000));
+  __m512 f = _mm512_mul_ps(_mm512_castsi512_ps(mag),
+                           _mm512_set1_ps(1.329227995784916e36f)); // 2^120
+  // f | (v << 24 & sign bit)
+  f = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+      _mm512_castps_si512(f), _mm512_slli_epi32(v, 24),
+      _mm512_set1_epi32(int(0x80000000u)), 0xF8));
+  const __mmask16 nan =
+      _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x07F00000));
+  return _mm512_mask_mov_ps(f, nan,
+                            _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+}
+
+struct DecFP8 {
+  static constexpr int kGemvRows = 8;
+  static constexpr bool kPrefetch = true;
+  static constexpr bool kPacked = false;
+  const WeightView &w;
+  struct Row {
+    const uint8_t *p;
+    const float *scales; // this row's 128-row block, one per 128 columns
+    KILN_AVX512_INLINE __m512 load16(int64_t k) const {
+      __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + k));
+      return _mm512_mul_ps(e4m3x16(b), _mm512_set1_ps(scales[k / 128]));
+    }
+    KILN_AVX512_INLINE void load32(int64_t k, __m512 &a, __m512 &b) const {
+      a = load16(k);
+      b = load16(k + 16);
+    }
+    KILN_AVX512_INLINE __m512 load16Masked(int64_t k, __mmask16 m) const {
+      return _mm512_maskz_mul_ps(m, e4m3x16(_mm_maskz_loadu_epi8(m, p + k)),
+                                 _mm512_set1_ps(scales[k / 128]));
+    }
+  };
+  Row row(int64_t n) const {
+    const int64_t blocks = (w.cols + 127) / 128;
+    return {static_cast<const uint8_t *>(w.data) + n * w.cols,
+            static_cast<const float *>(w.scales) + (n / 128) * blocks};
+  }
+  const void *rowBytes(int64_t n) const { return row(n).p; }
+  static constexpr int64_t bytesPer32() { return 32; }
+};
+
+struct DecMXFP4 {
+  static constexpr int kGemvRows = 4;
+  static constexpr bool kPrefetch = true;
+  static constexpr bool kPacked = true;
+  const WeightView &w;
+  const float *tables = scaledE2m1Tables();
+  struct Row {
+    const uint8_t *p;
+    const uint8_t *scales;
+    const float *tables;
+    /// Even elements of the block to `a`, odd ones to `b`.
+    KILN_AVX512_INLINE void load32(int64_t k, __m512 &a, __m512 &b) const {
+      const __m512 table = _mm512_load_ps(tables + 16 * scales[k / 32]);
+      const __m512i codes = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + k / 2)));
+      a = _mm512_permutexvar_ps(codes, table); // uses the low 4 bits
+      b = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), table);
+    }
+    __m512 load16(int64_t) const = delete;
+    __m512 load16Masked(int64_t, __mmask16) const = delete;
+  };
+  Row row(int64_t n) const {
+    return {static_cast<const uint8_t *>(w.data) + n * (w.cols / 2),
+            static_cast<const uint8_t *>(w.scales) + n * (w.cols / 32), tables};
+  }
+  const void *rowBytes(int64_t n) const { return row(n).p; }
+  static constexpr int64_t bytesPer32() { return 16; }
+};
+
+/// The tree of Matmul.h: i + (i + 8), + 4, + 2, + 1.
+KILN_AVX512_INLINE float treeSum(__m512 v) {
+  __m256 lo = _mm512_castps512_ps256(v);
+  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  __m256 s8 = _mm256_add_ps(lo, hi);
+  __m128 s4 =
+      _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+  return _mm_cvtss_f32(s1);
+}
+
+} // namespace kiln::cpu::avx512
+
+#endif // KILN_RUNTIME_CPU_AVX512DECODE_H

@@ -1,0 +1,66 @@
+//===- Matmul.h - Activations times stored weights --------------*- C++ -*-===//
+//
+// y[T, N] = x[T, K] · Wᵀ for W [N, K] in any WeightFormat, FP32 accumulation.
+//
+// Every output is computed in one fixed order, whatever the path (GEMV or
+// tiled GEMM), the thread count, the batch size or the instruction set:
+// 16 lanes, lane(k) accumulates its products x[k]·w[k] with fused
+// multiply-adds in increasing k, then the lanes are summed as a tree (lane i
+// plus lane i+8, then i+4, i+2, i+1). lane(k) = k mod 16, except for MXFP4
+// where lane(k) = (k mod 32) / 2 (each byte's two nibbles share a lane).
+// Positions past K up to a multiple of 16 count as x = w = 0. So results are
+// bit-identical across thread counts, between the scalar and AVX-512 paths,
+// and for a token whatever else is in the batch.
+//
+// Weights are decoded exactly as dequantizeRow() does (Dequant.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CPU_MATMUL_H
+#define KILN_RUNTIME_CPU_MATMUL_H
+
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/Types.h"
+
+namespace kiln::cpu {
+
+/// y[T, N] = x[T, K] · Wᵀ, rows split over the pool's threads. `w` is one
+/// matrix (count == 1); x is row-major [T, w.cols], y is [T, w.rows].
+void matmul(ThreadPool &pool, const float *x, int64_t T, const WeightView &w,
+            float *y);
+
+/// Operands of matmulRows(): input and output rows addressed directly
+/// (row t at base + t * stride) or through an index (base + index[t] *
+/// stride), which lets fused kernels gather and scatter without copies.
+struct MatmulRows {
+  const float *x = nullptr;
+  int64_t xStride = 0;
+  const int32_t *xIndex = nullptr;
+  float *y = nullptr;
+  int64_t yStride = 0;
+  const int32_t *yIndex = nullptr;
+  int64_t tokens = 0;
+  /// Add to y instead of overwriting it: y = y + (x · Wᵀ), the sum formed
+  /// first, then added.
+  bool accumulate = false;
+
+  const float *xRow(int64_t t) const {
+    return x + (xIndex ? xIndex[t] : t) * xStride;
+  }
+  float *yRow(int64_t t) const {
+    return y + (yIndex ? yIndex[t] : t) * yStride;
+  }
+};
+
+/// Output columns [nBegin, nEnd) of `io` with weight `w`, on the calling
+/// thread. Small token counts take a GEMV that decodes weights in registers;
+/// larger ones decode a tile of W once and reuse it across tokens.
+void matmulRows(const MatmulRows &io, const WeightView &w, int64_t nBegin,
+                int64_t nEnd);
+
+/// Token counts up to this take the GEMV path.
+constexpr int64_t kGemvMaxTokens = 4;
+
+} // namespace kiln::cpu
+
+#endif // KILN_RUNTIME_CPU_MATMUL_H

@@ -1,0 +1,32 @@
+//===- MatmulKernels.h - Per-ISA matmul implementations ---------*- C++ -*-===//
+//
+// Internal to KilnCpu. Both implementations follow the summation order
+// documented in Matmul.h; matmulRows() picks one at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CPU_MATMULKERNELS_H
+#define KILN_RUNTIME_CPU_MATMULKERNELS_H
+
+#include "runtime/cpu/Matmul.h"
+
+#include <cstddef>
+
+namespace kiln::cpu {
+
+/// Lanes of the canonical summation order.
+constexpr int kLanes = 16;
+
+void matmulRowsScalar(const MatmulRows &io, const WeightView &w, int64_t nBegin,
+                      int64_t nEnd);
+void matmulRowsAvx512(const MatmulRows &io, const WeightView &w, int64_t nBegin,
+                      int64_t nEnd);
+
+/// Per-thread scratch reused across calls: `slot` names one of a few
+/// independent buffers. Returns `count` floats aligned to 64 bytes, contents
+/// unspecified. Grows (allocates) only when a call needs more than before.
+float *threadScratch(int slot, size_t count);
+
+} // namespace kiln::cpu
+
+#endif // KILN_RUNTIME_CPU_MATMULKERNELS_H

@@ -1,0 +1,62 @@
+//===- PagedKvCache.h - A simple owner of paged KV-cache memory -*- C++ -*-===//
+//
+// Owns the pages behind a KvView: one page table per sequence, pages of
+// `pageRows` rows allocated 64-byte aligned and recycled through a free list.
+// truncate() rolls a sequence back (rejected speculative tokens); the rows
+// past the new length are simply forgotten and rewritten by later appends.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CPU_ATTENTION_PAGEDKVCACHE_H
+#define KILN_RUNTIME_CPU_ATTENTION_PAGEDKVCACHE_H
+
+#include "runtime/cpu/Types.h"
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::cpu {
+
+class PagedKvCache {
+public:
+  static constexpr int64_t kUnlimited = 0;
+  /// Sequence ids must stay below this (the page table is indexed by id).
+  static constexpr int32_t kMaxSequences = 1 << 20;
+
+  /// `maxPages` bounds the pages allocated at once (kUnlimited: no bound).
+  PagedKvCache(int64_t width, CacheElem elem, int64_t pageRows,
+               int64_t maxPages = kUnlimited);
+  ~PagedKvCache();
+  // Views point into this object: it neither copies nor moves.
+  PagedKvCache(const PagedKvCache &) = delete;
+  PagedKvCache &operator=(const PagedKvCache &) = delete;
+
+  /// Makes rows [0, rows) of `seq` writable; the length becomes
+  /// max(length, rows). ResourceExhausted past maxPages or when memory runs
+  /// out, InvalidArgument/OutOfRange for bad ids, sizes or geometry.
+  Status ensure(int32_t seq, int64_t rows);
+  /// Shrinks `seq` to `rows` rows (no-op if already shorter), returning
+  /// whole pages past the end to the free list.
+  void truncate(int32_t seq, int64_t rows);
+  /// Rows currently held by `seq` (0 for unknown ids).
+  int64_t rows(int32_t seq) const;
+
+  int64_t pagesInUse() const { return allocated_ - int64_t(free_.size()); }
+  int64_t pagesAllocated() const { return allocated_; }
+  KvView view() const;
+
+private:
+  int64_t pageBytes() const;
+
+  int64_t width_, pageRows_, maxPages_;
+  CacheElem elem_;
+  std::vector<std::vector<uint8_t *>> pages_;
+  std::vector<int64_t> rows_;
+  std::vector<uint8_t *> free_;
+  int64_t allocated_ = 0;
+};
+
+} // namespace kiln::cpu
+
+#endif // KILN_RUNTIME_CPU_ATTENTION_PAGEDKVCACHE_H

@@ -1,0 +1,203 @@
+//===- Vec.h - Small vector loops shared by the attention kernels -*- C++ -*-//
+//
+// Internal. Written with GCC/Clang vector extensions on 16-float vectors, so
+// one source serves every ISA; KILN_ATTN_CLONES compiles a hot function for
+// AVX-512, AVX2 and baseline x86-64 and picks one at load time. The loops are
+// register-tiled (several queries x several keys per pass) but every dot
+// product sums in one fixed order whatever its tile, so results do not
+// depend on how work is split across threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_CPU_ATTENTION_VEC_H
+#define KILN_RUNTIME_CPU_ATTENTION_VEC_H
+
+#include "runtime/cpu/Types.h"
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&        \
+    !defined(__AVX512F__)
+#define KILN_ATTN_CLONES                                                       \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KILN_ATTN_CLONES
+#endif
+
+#define KILN_ATTN_INLINE inline __attribute__((always_inline))
+
+namespace kiln::cpu::vec {
+
+/// 16 floats: one AVX-512 register, two AVX2 or four SSE registers.
+typedef float F16x __attribute__((vector_size(64), aligned(4)));
+
+KILN_ATTN_INLINE F16x load(const float *p) {
+  F16x v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+KILN_ATTN_INLINE void store(float *p, F16x v) { std::memcpy(p, &v, sizeof(v)); }
+/// The first n < 16 floats of p, zero padded.
+KILN_ATTN_INLINE F16x loadPartial(const float *p, int64_t n) {
+  float tmp[16] = {};
+  std::memcpy(tmp, p, size_t(n) * sizeof(float));
+  return load(tmp);
+}
+/// Lane sum, halving: the same order for every caller.
+KILN_ATTN_INLINE float sum(F16x v) {
+  float lanes[16];
+  store(lanes, v);
+  for (int w = 8; w; w >>= 1)
+    for (int j = 0; j < w; ++j)
+      lanes[j] += lanes[j + w];
+  return lanes[0];
+}
+
+/// out[x * ldOut + y] = a[x] . b[y] (n long) for x < A, y < B: A + B loads
+/// feed A * B multiply-adds. Every dot in this file sums the same way
+/// (16 lanes over the columns, then sum()), so a dot's value does not depend
+/// on the tile it was computed in.
+template <int A, int B>
+KILN_ATTN_INLINE void dotTile(const float *const *a, const float *const *b,
+                              int64_t n, float *out, int64_t ldOut) {
+  F16x acc[A][B] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    F16x bv[B];
+    for (int y = 0; y < B; ++y)
+      bv[y] = load(b[y] + i);
+    for (int x = 0; x < A; ++x) {
+      const F16x av = load(a[x] + i);
+      for (int y = 0; y < B; ++y)
+        acc[x][y] += av * bv[y];
+    }
+  }
+  if (i < n) {
+    F16x bv[B];
+    for (int y = 0; y < B; ++y)
+      bv[y] = loadPartial(b[y] + i, n - i);
+    for (int x = 0; x < A; ++x) {
+      const F16x av = loadPartial(a[x] + i, n - i);
+      for (int y = 0; y < B; ++y)
+        acc[x][y] += av * bv[y];
+    }
+  }
+  for (int x = 0; x < A; ++x)
+    for (int y = 0; y < B; ++y)
+      out[x * ldOut + y] = sum(acc[x][y]);
+}
+
+template <int A>
+KILN_ATTN_INLINE void dotRow(const float *const *a, const float *const *b,
+                             int64_t nb, int64_t n, float *out, int64_t ldOut) {
+  int64_t y = 0;
+  for (; y + 4 <= nb; y += 4)
+    dotTile<A, 4>(a, b + y, n, out + y, ldOut);
+  for (; y < nb; ++y)
+    dotTile<A, 1>(a, b + y, n, out + y, ldOut);
+}
+
+/// out[x * ldOut + y] = a[x] . b[y] for x < na, y < nb, in 4 x 4 tiles.
+KILN_ATTN_INLINE void dotGrid(const float *const *a, int64_t na,
+                              const float *const *b, int64_t nb, int64_t n,
+                              float *out, int64_t ldOut) {
+  int64_t x = 0;
+  for (; x + 4 <= na; x += 4)
+    dotRow<4>(a + x, b, nb, n, out + x * ldOut, ldOut);
+  for (; x < na; ++x)
+    dotRow<1>(a + x, b, nb, n, out + x * ldOut, ldOut);
+}
+
+KILN_ATTN_INLINE float dot(const float *a, const float *b, int64_t n) {
+  float out;
+  dotTile<1, 1>(&a, &b, n, &out, 1);
+  return out;
+}
+
+/// y += a * x
+KILN_ATTN_INLINE void axpy(float *y, float a, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] += a * x[i];
+}
+
+/// y[r] += sum_j a[r * lda + j] * x[j] for r < R, j < count: per element the
+/// terms are added in order j = 0, 1, ... (as repeated axpy would), while
+/// 64 columns of R rows of y stay in registers.
+template <int R>
+KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
+                               const float *const *x, int64_t count,
+                               int64_t n) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    F16x acc[R][4];
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < 4; ++k)
+        acc[r][k] = load(y[r] + i + 16 * k);
+    for (int64_t j = 0; j < count; ++j) {
+      F16x xv[4];
+      for (int k = 0; k < 4; ++k)
+        xv[k] = load(x[j] + i + 16 * k);
+      for (int r = 0; r < R; ++r)
+        for (int k = 0; k < 4; ++k)
+          acc[r][k] += a[r * lda + j] * xv[k];
+    }
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < 4; ++k)
+        store(y[r] + i + 16 * k, acc[r][k]);
+  }
+  for (; i + 16 <= n; i += 16) {
+    F16x acc[R];
+    for (int r = 0; r < R; ++r)
+      acc[r] = load(y[r] + i);
+    for (int64_t j = 0; j < count; ++j) {
+      const F16x xv = load(x[j] + i);
+      for (int r = 0; r < R; ++r)
+        acc[r] += a[r * lda + j] * xv;
+    }
+    for (int r = 0; r < R; ++r)
+      store(y[r] + i, acc[r]);
+  }
+  for (; i < n; ++i)
+    for (int r = 0; r < R; ++r)
+      for (int64_t j = 0; j < count; ++j)
+        y[r][i] += a[r * lda + j] * x[j][i];
+}
+
+/// axpyTile over `rows` rows of y, four at a time.
+KILN_ATTN_INLINE void axpyGrid(float *const *y, int64_t rows, const float *a,
+                               int64_t lda, const float *const *x,
+                               int64_t count, int64_t n) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4)
+    axpyTile<4>(y + r, a + r * lda, lda, x, count, n);
+  for (; r < rows; ++r)
+    axpyTile<1>(y + r, a + r * lda, lda, x, count, n);
+}
+
+KILN_ATTN_INLINE void scale(float *y, float a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] *= a;
+}
+
+KILN_ATTN_INLINE void bf16ToF32(const uint16_t *src, float *dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits = uint32_t(src[i]) << 16;
+    std::memcpy(dst + i, &bits, 4);
+  }
+}
+
+/// Columns [col, col + n) of a cache row as floats: a pointer into the cache
+/// for F32 rows, else converted into `buffer`.
+KILN_ATTN_INLINE const float *cacheColumns(const KvView &view,
+                                           const uint8_t *row, int64_t col,
+                                           int64_t n, float *buffer) {
+  if (view.elem == CacheElem::F32)
+    return reinterpret_cast<const float *>(row) + col;
+  bf16ToF32(reinterpret_cast<const uint16_t *>(row) + col, buffer, n);
+  return buffer;
+}
+
+} // namespace kiln::cpu::vec
+
+#endif // KILN_RUNTIME_CPU_ATTENTION_VEC_H

@@ -1,0 +1,175 @@
+//===- CpuTestUtil.h - Shared helpers for the CPU kernel tests --*- C++ -*-===//
+//
+// Random inputs, weights of every format with their storage, double
+// references and error measures.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TEST_UNIT_CPU_CPUTESTUTIL_H
+#define KILN_TEST_UNIT_CPU_CPUTESTUTIL_H
+
+#include "runtime/cpu/CpuFeatures.h"
+#include "runtime/cpu/Dequant.h"
+#include "runtime/cpu/Types.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kiln::cpu::test {
+
+inline std::vector<float> randomFloats(std::mt19937 &rng, int64_t n,
+                                       float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(size_t(n), 0.0f);
+  for (float &f : v)
+    f = dist(rng);
+  return v;
+}
+
+/// sqrt(Σ (a - b)²) / sqrt(Σ b²), in double.
+inline double relL2(const float *a, const double *ref, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(a[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+inline double relL2(const std::vector<float> &a, const std::vector<float> &b) {
+  std::vector<double> ref(b.begin(), b.end());
+  return relL2(a.data(), ref.data(), int64_t(a.size()));
+}
+
+/// Bitwise equality, except that any two NaNs are equal.
+inline bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i]))
+      continue;
+    if (std::memcmp(&a[i], &b[i], 4) != 0)
+      return false;
+  }
+  return true;
+}
+
+inline const char *formatName(WeightFormat f) {
+  switch (f) {
+  case WeightFormat::F32:
+    return "F32";
+  case WeightFormat::BF16:
+    return "BF16";
+  case WeightFormat::F16:
+    return "F16";
+  case WeightFormat::FP8:
+    return "FP8";
+  case WeightFormat::MXFP4:
+    return "MXFP4";
+  }
+  return "?";
+}
+
+/// A weight (or a stack of `count`) with the bytes it points at.
+struct TestWeight {
+  std::vector<uint8_t> data, scales;
+  WeightView view;
+
+  /// Matrix e as FP32 [rows, cols], decoded by dequantizeRow().
+  std::vector<float> dequantized(int64_t e = 0) const {
+    WeightView m = view.expert(e);
+    std::vector<float> out(size_t(m.rows * m.cols));
+    for (int64_t r = 0; r < m.rows; ++r)
+      dequantizeRow(m, r, out.data() + r * m.cols);
+    return out;
+  }
+};
+
+/// Random finite weights of `format`, `count` matrices of [rows, cols]
+/// (MXFP4 needs cols % 32 == 0). Values are roughly in [-1, 1]; MXFP4 uses
+/// scale exponents 124..128 and FP8 scales in [0.5, 2).
+inline TestWeight randomWeight(std::mt19937 &rng, WeightFormat format,
+                               int64_t rows, int64_t cols, int64_t count = 1) {
+  TestWeight w;
+  w.view.format = format;
+  w.view.rows = rows;
+  w.view.cols = cols;
+  w.view.count = count;
+  std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  switch (format) {
+  case WeightFormat::F32: {
+    w.view.dataStride = rows * cols * 4;
+    w.data.resize(size_t(w.view.dataStride * count));
+    for (int64_t i = 0; i < rows * cols * count; ++i) {
+      float f = uni(rng);
+      std::memcpy(&w.data[size_t(i) * 4], &f, 4);
+    }
+    break;
+  }
+  case WeightFormat::BF16:
+  case WeightFormat::F16: {
+    w.view.dataStride = rows * cols * 2;
+    w.data.resize(size_t(w.view.dataStride * count));
+    for (int64_t i = 0; i < rows * cols * count; ++i) {
+      uint16_t h;
+      if (format == WeightFormat::BF16) {
+        h = floatToBf16(uni(rng));
+      } else { // sign, exponent 0..15 (values up to 1), any mantissa
+        h = uint16_t((byte(rng) & 1) << 15 | (byte(rng) % 16) << 10 |
+                     ((byte(rng) << 2) ^ byte(rng)) & 0x3FF);
+      }
+      std::memcpy(&w.data[size_t(i) * 2], &h, 2);
+    }
+    break;
+  }
+  case WeightFormat::FP8: {
+    const int64_t sr = (rows + 127) / 128, sc = (cols + 127) / 128;
+    w.view.dataStride = rows * cols;
+    w.view.scaleStride = sr * sc * 4;
+    w.data.resize(size_t(rows * cols * count));
+    for (uint8_t &b : w.data) {
+      do
+        b = uint8_t(byte(rng));
+      while ((b & 0x7F) == 0x7F); // no NaN codes here
+    }
+    w.scales.resize(size_t(w.view.scaleStride * count));
+    std::uniform_real_distribution<float> sd(0.5f, 2.0f);
+    for (int64_t i = 0; i < sr * sc * count; ++i) {
+      float s = sd(rng) / 64.0f;
+      std::memcpy(&w.scales[size_t(i) * 4], &s, 4);
+    }
+    break;
+  }
+  case WeightFormat::MXFP4: {
+    w.view.dataStride = rows * cols / 2;
+    w.view.scaleStride = rows * cols / 32;
+    w.data.resize(size_t(w.view.dataStride * count));
+    for (uint8_t &b : w.data)
+      b = uint8_t(byte(rng));
+    w.scales.resize(size_t(w.view.scaleStride * count));
+    std::uniform_int_distribution<int> exp(124, 128);
+    for (uint8_t &s : w.scales)
+      s = uint8_t(exp(rng));
+    break;
+  }
+  }
+  w.view.data = w.data.data();
+  w.view.scales = w.scales.empty() ? nullptr : w.scales.data();
+  return w;
+}
+
+/// Makes the kernels take their scalar paths while alive.
+class ScalarScope {
+public:
+  ScalarScope() { setForceScalar(true); }
+  ~ScalarScope() { setForceScalar(false); }
+};
+
+} // namespace kiln::cpu::test
+
+#endif // KILN_TEST_UNIT_CPU_CPUTESTUTIL_H
