@@ -43,6 +43,17 @@ std::string describe(Operation *op) {
   return s;
 }
 
+/// Product of the dims between the row dim and `axis` (the blocks a split
+/// or concat copies per row); buffers may be reused across shapes, so the
+/// plan carries it.
+int64_t outerDims(Type type, int64_t axis) {
+  auto shape = cast<RankedTensorType>(type).getShape();
+  int64_t outer = 1;
+  for (int64_t d = 1; d < axis; ++d)
+    outer *= shape[d];
+  return outer;
+}
+
 Status opError(Operation *op, const std::string &what) {
   return makeError(StatusCode::InvalidArgument, describe(op), ": ", what);
 }
@@ -413,7 +424,8 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     std::vector<ArgSpec> args{buffer(s.getInput())};
     for (Value r : s.getResults())
       args.push_back(out(r, rows));
-    emit(Kernel::Split, op, std::move(args), {s.getAxis()});
+    emit(Kernel::Split, op, std::move(args),
+         {s.getAxis(), outerDims(s.getInput().getType(), s.getAxis())});
     return Status::ok();
   }
   if (auto c = dyn_cast<ConcatOp>(op)) {
@@ -423,7 +435,8 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
       args.push_back(a);
     }
     args.push_back(out(c, rows));
-    emit(Kernel::Concat, op, std::move(args), {c.getAxis()});
+    emit(Kernel::Concat, op, std::move(args),
+         {c.getAxis(), outerDims(c.getType(), c.getAxis())});
     return Status::ok();
   }
   if (auto t = dyn_cast<TakeRowsOp>(op)) {

@@ -40,8 +40,9 @@ enum class Kernel : uint8_t {
                 //                                            topk_group
   Gather,       // B x, B indices, B out
   Argmax,       // B x, B out(i32)
-  Split,        // B x, B out... (>= 1)                     ints: axis
-  Concat,       // B in... (>= 1), B out                    ints: axis
+  Split,        // B x, B out... (>= 1)                     ints: axis,
+                //   outer (product of the row dims before the axis)
+  Concat,       // B in... (>= 1), B out                    ints: axis, outer
   TakeRows,     // B x, B rows, B out
   KvAppend,     // C cache, B seq, B pos, B values
   MlaAttention, // B q_nope, B q_pe, W kv_b, C latent, B seq, B pos,

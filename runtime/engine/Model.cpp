@@ -1,0 +1,214 @@
+//===- Model.cpp - A loaded artifact bound to the CPU kernels -------------===//
+
+#include "runtime/engine/Model.h"
+
+#include "runtime/engine/TokenizerTable.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace kiln::engine {
+
+namespace {
+
+constexpr int kMaxThreads = 1024;
+
+} // namespace
+
+Model::~Model() = default;
+
+Result<std::unique_ptr<Model>> Model::load(const std::string &path,
+                                           const LoadOptions &options) {
+  if (options.threads < 0 || options.threads > kMaxThreads)
+    return makeError(StatusCode::InvalidArgument, "threads ", options.threads,
+                     ", expected 0 (all hardware threads) to ", kMaxThreads);
+  if (options.pageRows < 1 || options.pageRows > (1 << 20))
+    return makeError(StatusCode::InvalidArgument, "page rows ",
+                     options.pageRows, ", expected 1 to ", 1 << 20);
+  if (options.maxCachePages < 0)
+    return makeError(StatusCode::InvalidArgument, "max cache pages ",
+                     options.maxCachePages, ", expected >= 0");
+
+  artifact::OpenOptions open;
+  open.verifyChecksums = options.verifyChecksums;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<artifact::Artifact> art,
+                        artifact::Artifact::open(path, open));
+  std::unique_ptr<Model> model(new Model());
+  const fb::Artifact &meta = *art->meta();
+  model->artifact_ = std::move(art);
+  auto fail = [&](const Status &s) { return s.withContext(path); };
+
+  const fb::ModelConfig &config = *meta.config();
+  ModelInfo &info = model->info_;
+  info.family = config.family()->str();
+  info.hiddenSize = config.hidden_size();
+  info.vocabSize = config.vocab_size();
+  info.numLayers = config.num_layers();
+  info.maxPositions = std::max<int64_t>(0, config.max_position_embeddings());
+  if (config.eos_token_ids())
+    info.eosIds.assign(config.eos_token_ids()->begin(),
+                       config.eos_token_ids()->end());
+  info.padId = config.pad_token_id();
+  info.mtpLayers = config.mtp_layers();
+  info.defaultSpecK = config.default_spec_k();
+
+  int threads = options.threads;
+  if (threads == 0)
+    threads = int(std::clamp(std::thread::hardware_concurrency(), 1u,
+                             unsigned(kMaxThreads)));
+  model->pool_ = std::make_unique<cpu::ThreadPool>(threads);
+
+  uint32_t nWeights = meta.weights() ? meta.weights()->size() : 0;
+  model->weights_.resize(nWeights);
+  for (uint32_t i = 0; i < nWeights; ++i)
+    bindWeight(*model->artifact_, i, model->weights_[i]);
+
+  if (const fb::Tokenizer *table = meta.tokenizer()) {
+    Result<TokenizerData> data = tokenizerFromFlatbuffer(*table);
+    if (!data.isOk())
+      return fail(data.status());
+    Result<Tokenizer> tok = Tokenizer::create(std::move(data).value());
+    if (!tok.isOk())
+      return fail(tok.status().withContext("tokenizer"));
+    model->tokenizer_.emplace(std::move(tok).value());
+  }
+
+  uint32_t nCaches = meta.caches() ? meta.caches()->size() : 0;
+  for (uint32_t i = 0; i < nCaches; ++i) {
+    const fb::Cache &c = *meta.caches()->Get(i);
+    std::string owner = c.plan() ? c.plan()->str() : kMainCaches;
+    if (owner.empty())
+      owner = kMainCaches;
+    if (owner != kMainCaches && owner != kDraftCaches)
+      return fail(makeError(StatusCode::InvalidArgument, "caches[", i, "] '",
+                            c.name()->str(), "': plan '", owner,
+                            "', expected 'main' or 'draft'"));
+    cpu::CacheElem elem = c.dtype() == fb::DType::BF16 ? cpu::CacheElem::BF16
+                                                       : cpu::CacheElem::F32;
+    model->caches_.push_back(std::make_unique<cpu::PagedKvCache>(
+        c.width(), elem, options.pageRows, options.maxCachePages));
+    model->cacheOwners_.push_back(owner);
+  }
+
+  ExecContext ctx;
+  ctx.meta = &meta;
+  ctx.weights = &model->weights_;
+  ctx.caches = &model->caches_;
+  ctx.pool = model->pool_.get();
+  ctx.workspace = &model->workspace_;
+  ctx.arena = &model->arena_;
+  ctx.maxPositions = info.maxPositions;
+  uint32_t nPlans = meta.plans() ? meta.plans()->size() : 0;
+  for (uint32_t i = 0; i < nPlans; ++i) {
+    Result<std::unique_ptr<PlanRunner>> plan =
+        PlanRunner::create(meta, i, ctx);
+    if (!plan.isOk())
+      return fail(plan.status());
+    const PlanRunner &p = **plan;
+    if (info.vocabSize > 0 && p.vocab() != info.vocabSize)
+      return fail(makeError(StatusCode::InvalidArgument, "plan '", p.name(),
+                            "': logits have ", p.vocab(),
+                            " values per row, but config.vocab_size is ",
+                            info.vocabSize));
+    if (info.hiddenSize > 0 && p.hiddenSize() != 0 &&
+        p.hiddenSize() != info.hiddenSize)
+      return fail(makeError(StatusCode::InvalidArgument, "plan '", p.name(),
+                            "': the hidden state has ", p.hiddenSize(),
+                            " values per row, but config.hidden_size is ",
+                            info.hiddenSize));
+    model->plans_.push_back(std::move(plan).value());
+  }
+  return model;
+}
+
+PlanRunner *Model::findPlan(std::string_view name) const {
+  for (const auto &p : plans_)
+    if (p->name() == name)
+      return p.get();
+  return nullptr;
+}
+
+Result<PlanOutputs> Model::run(std::string_view name,
+                               const PlanInputs &inputs) {
+  PlanRunner *plan = findPlan(name);
+  if (!plan) {
+    std::string names;
+    for (const auto &p : plans_)
+      names += (names.empty() ? "" : ", ") + p->name();
+    return makeError(StatusCode::NotFound, artifact_->path(), ": no plan '",
+                     name, "' (the artifact has: ",
+                     names.empty() ? "none" : names, ")");
+  }
+  return plan->run(inputs);
+}
+
+Result<int32_t> Model::openSequence() {
+  for (size_t i = 0; i < sequenceUsed_.size(); ++i)
+    if (!sequenceUsed_[i]) {
+      sequenceUsed_[i] = true;
+      return int32_t(i);
+    }
+  if (sequenceUsed_.size() >= size_t(cpu::PagedKvCache::kMaxSequences))
+    return makeError(StatusCode::ResourceExhausted, "all ",
+                     cpu::PagedKvCache::kMaxSequences,
+                     " sequence ids are in use");
+  sequenceUsed_.push_back(true);
+  return int32_t(sequenceUsed_.size() - 1);
+}
+
+void Model::closeSequence(int32_t seq) {
+  truncate(seq, 0);
+  if (seq >= 0 && size_t(seq) < sequenceUsed_.size())
+    sequenceUsed_[seq] = false;
+}
+
+void Model::truncate(int32_t seq, int64_t length) {
+  for (auto &c : caches_)
+    c->truncate(seq, std::max<int64_t>(length, 0));
+}
+
+void Model::truncate(int32_t seq, int64_t length, std::string_view owner) {
+  for (size_t i = 0; i < caches_.size(); ++i)
+    if (cacheOwners_[i] == owner)
+      caches_[i]->truncate(seq, std::max<int64_t>(length, 0));
+}
+
+int64_t Model::sequenceLength(int32_t seq, std::string_view owner) const {
+  int64_t length = -1;
+  for (size_t i = 0; i < caches_.size(); ++i)
+    if (cacheOwners_[i] == owner) {
+      int64_t rows = caches_[i]->rows(seq);
+      length = length < 0 ? rows : std::min(length, rows);
+    }
+  return std::max<int64_t>(length, 0);
+}
+
+Result<Session> Session::open(Model &model) {
+  KILN_ASSIGN_OR_RETURN(int32_t seq, model.openSequence());
+  return Session(model, seq);
+}
+
+Session::Session(Session &&other) noexcept
+    : model_(other.model_), seq_(other.seq_) {
+  other.model_ = nullptr;
+  other.seq_ = -1;
+}
+
+Session &Session::operator=(Session &&other) noexcept {
+  if (this != &other) {
+    if (model_)
+      model_->closeSequence(seq_);
+    model_ = other.model_;
+    seq_ = other.seq_;
+    other.model_ = nullptr;
+    other.seq_ = -1;
+  }
+  return *this;
+}
+
+Session::~Session() {
+  if (model_)
+    model_->closeSequence(seq_);
+}
+
+} // namespace kiln::engine

@@ -1,0 +1,162 @@
+//===- Model.h - A loaded artifact bound to the CPU kernels -----*- C++ -*-===//
+//
+// Model::load opens and verifies an artifact, binds its weights to kernel
+// views, rebuilds its tokenizer, creates one paged cache per fb::Cache and
+// validates every plan against KernelAbi.h once. run() then executes a plan
+// by name. Sequences are small integer ids shared by all caches; a Session
+// holds one for its lifetime.
+//
+//   KILN_ASSIGN_OR_RETURN(auto model, Model::load("m.kiln", /*threads=*/8));
+//   KILN_ASSIGN_OR_RETURN(Session s, Session::open(*model)); // a sequence
+//   PlanInputs in{ids, seqs, positions, T, rows, R};
+//   KILN_ASSIGN_OR_RETURN(PlanOutputs out, model->run("prefill", in));
+//
+// Not thread-safe: one run() at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_ENGINE_MODEL_H
+#define KILN_RUNTIME_ENGINE_MODEL_H
+
+#include "runtime/artifact/Artifact.h"
+#include "runtime/cpu/Arena.h"
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/attention/PagedKvCache.h"
+#include "runtime/cpu/attention/Workspace.h"
+#include "runtime/engine/PlanRunner.h"
+#include "runtime/engine/Weights.h"
+#include "runtime/support/Status.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::engine {
+
+struct LoadOptions {
+  /// Kernel threads; 0 = the machine's hardware threads.
+  int threads = 0;
+  /// Check every segment's CRC32C at load (reads the whole model once).
+  bool verifyChecksums = true;
+  /// Rows per KV-cache page.
+  int64_t pageRows = 256;
+  /// Pages each cache may hold at once (0: unlimited).
+  int64_t maxCachePages = 0;
+};
+
+/// The model facts from the artifact's ModelConfig.
+struct ModelInfo {
+  std::string family;
+  int64_t hiddenSize = 0;
+  int64_t vocabSize = 0;
+  int64_t numLayers = 0;
+  int64_t maxPositions = 0; // 0: unknown
+  std::vector<int32_t> eosIds;
+  int32_t padId = -1;
+  int32_t mtpLayers = 0;
+  int32_t defaultSpecK = 0;
+};
+
+/// Plan names the compiler emits.
+inline constexpr const char *kPrefillPlan = "prefill";
+inline constexpr const char *kDecodePlan = "decode";
+inline constexpr const char *kDraftPlan = "draft";
+/// fb::Cache.plan values.
+inline constexpr const char *kMainCaches = "main";
+inline constexpr const char *kDraftCaches = "draft";
+
+class Model {
+public:
+  static Result<std::unique_ptr<Model>> load(const std::string &path,
+                                             const LoadOptions &options = {});
+  static Result<std::unique_ptr<Model>> load(const std::string &path,
+                                             int threads) {
+    LoadOptions options;
+    options.threads = threads;
+    return load(path, options);
+  }
+
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+  ~Model();
+
+  const artifact::Artifact &artifact() const { return *artifact_; }
+  const ModelInfo &info() const { return info_; }
+  /// The artifact's tokenizer; null when it carries none.
+  const Tokenizer *tokenizer() const {
+    return tokenizer_ ? &*tokenizer_ : nullptr;
+  }
+  int threads() const { return pool_->size(); }
+  cpu::ThreadPool &pool() { return *pool_; }
+
+  bool hasPlan(std::string_view name) const { return findPlan(name); }
+  /// The validated plan, or null.
+  const PlanRunner *plan(std::string_view name) const { return findPlan(name); }
+  /// Runs plan `name`; outputs stay valid until that plan runs again.
+  Result<PlanOutputs> run(std::string_view name, const PlanInputs &inputs);
+
+  // --- Sequences --------------------------------------------------------
+
+  /// The lowest free sequence id.
+  Result<int32_t> openSequence();
+  /// Drops every cached row of `seq` and makes the id free again.
+  void closeSequence(int32_t seq);
+  /// Rolls every cache (main and draft) of `seq` back to `length` rows.
+  void truncate(int32_t seq, int64_t length);
+  /// Rolls back only the caches whose fb::Cache.plan is `owner`.
+  void truncate(int32_t seq, int64_t length, std::string_view owner);
+  /// Rows `seq` holds in the caches of `owner` (the smallest over them; 0
+  /// if the owner has no caches).
+  int64_t sequenceLength(int32_t seq,
+                         std::string_view owner = kMainCaches) const;
+
+  size_t cacheCount() const { return caches_.size(); }
+  const cpu::PagedKvCache &cache(size_t i) const { return *caches_[i]; }
+  const std::string &cacheOwner(size_t i) const { return cacheOwners_[i]; }
+
+private:
+  Model() = default;
+  PlanRunner *findPlan(std::string_view name) const;
+
+  std::unique_ptr<artifact::Artifact> artifact_;
+  ModelInfo info_;
+  std::optional<Tokenizer> tokenizer_;
+  std::unique_ptr<cpu::ThreadPool> pool_;
+  std::vector<BoundWeight> weights_;
+  std::vector<std::unique_ptr<cpu::PagedKvCache>> caches_;
+  std::vector<std::string> cacheOwners_;
+  cpu::Workspace workspace_;
+  cpu::Arena arena_;
+  std::vector<std::unique_ptr<PlanRunner>> plans_;
+  std::vector<bool> sequenceUsed_;
+};
+
+/// One sequence of a Model for the Session's lifetime (closed, with its
+/// cache rows, on destruction).
+class Session {
+public:
+  static Result<Session> open(Model &model);
+  Session(Session &&other) noexcept;
+  Session &operator=(Session &&other) noexcept;
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+  ~Session();
+
+  int32_t id() const { return seq_; }
+  Model &model() const { return *model_; }
+  /// Rows in the main caches.
+  int64_t length() const { return model_->sequenceLength(seq_); }
+  void truncate(int64_t length) { model_->truncate(seq_, length); }
+
+private:
+  Session(Model &model, int32_t seq) : model_(&model), seq_(seq) {}
+  Model *model_ = nullptr;
+  int32_t seq_ = -1;
+};
+
+} // namespace kiln::engine
+
+#endif // KILN_RUNTIME_ENGINE_MODEL_H

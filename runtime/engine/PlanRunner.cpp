@@ -1,0 +1,461 @@
+//===- PlanRunner.cpp - Running a validated plan on the CPU kernels -------===//
+
+#include "runtime/engine/PlanRunner.h"
+
+#include "runtime/cpu/Elementwise.h"
+#include "runtime/cpu/Embedding.h"
+#include "runtime/cpu/Matmul.h"
+#include "runtime/cpu/Moe.h"
+#include "runtime/cpu/Norm.h"
+#include "runtime/cpu/RowOps.h"
+#include "runtime/cpu/attention/Gqa.h"
+#include "runtime/cpu/attention/Indexer.h"
+#include "runtime/cpu/attention/KvCache.h"
+
+#include <cstring>
+#include <new>
+#include <unordered_map>
+
+namespace kiln::engine {
+
+using abi::Kernel;
+
+namespace {
+
+constexpr size_t kBufferAlign = 64;
+
+size_t alignUp(size_t n) {
+  return (n + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+}
+
+} // namespace
+
+void PlanRunner::AlignedFree::operator()(uint8_t *p) const {
+  ::operator delete[](p, std::align_val_t(kBufferAlign));
+}
+
+int64_t PlanRunner::hiddenSize() const {
+  if (hiddenOut_ >= 0)
+    return buffers_[hiddenOut_].rowElems;
+  if (hiddenIn_ >= 0)
+    return buffers_[hiddenIn_].rowElems;
+  return 0;
+}
+
+int64_t PlanRunner::rowCount(uint32_t buffer) const {
+  switch (buffers_[buffer].rows) {
+  case fb::Rows::Tokens:
+    return tokens_;
+  case fb::Rows::Selected:
+    return selected_;
+  case fb::Rows::One:
+    return 1;
+  }
+  return 0;
+}
+
+Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
+  if (storage_ && tokens <= capTokens_ && selected <= capSelected_)
+    return Status::ok();
+  int64_t capT = std::max(tokens, capTokens_);
+  int64_t capR = std::max({selected, capSelected_, int64_t(1)});
+  std::vector<size_t> offsets(buffers_.size());
+  size_t total = 0;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const BufferInfo &b = buffers_[i];
+    int64_t rows = b.rows == fb::Rows::Tokens     ? capT
+                   : b.rows == fb::Rows::Selected ? capR
+                                                  : 1;
+    offsets[i] = total;
+    total += alignUp(size_t(rows) * size_t(b.rowElems) * 4);
+  }
+  auto *raw = static_cast<uint8_t *>(::operator new[](
+      std::max(total, kBufferAlign), std::align_val_t(kBufferAlign),
+      std::nothrow));
+  if (!raw)
+    return makeError(StatusCode::ResourceExhausted, "plan '", name_,
+                     "': cannot allocate ", total, " bytes of buffers for ",
+                     capT, " tokens and ", capR, " selected rows");
+  storage_.reset(raw);
+  data_.resize(buffers_.size());
+  for (size_t i = 0; i < buffers_.size(); ++i)
+    data_[i] = raw + offsets[i];
+  capTokens_ = capT;
+  capSelected_ = capR;
+  ++allocations_;
+  return Status::ok();
+}
+
+Status PlanRunner::checkInputs(const PlanInputs &in) const {
+  auto bad = [&](const auto &...args) {
+    return makeError(StatusCode::InvalidArgument, "plan '", name_, "': ",
+                     args...);
+  };
+  if (in.tokens < 1 || in.tokens > kMaxPlanTokens)
+    return bad(in.tokens, " tokens, expected 1 to ", kMaxPlanTokens);
+  if (in.logitCount < 0 || in.logitCount > kMaxPlanTokens)
+    return bad(in.logitCount, " logit rows, expected 0 to ", kMaxPlanTokens);
+  if (!in.tokenIds || !in.seqIds || !in.positions ||
+      (in.logitCount > 0 && !in.logitRows))
+    return bad("token_ids, seq_ids, positions and logit_rows are required");
+  if (hiddenIn_ >= 0 && !in.hiddenIn)
+    return bad("needs hidden_in [", in.tokens, ", ",
+               buffers_[hiddenIn_].rowElems, "]");
+  for (int64_t t = 0; t < in.tokens; ++t) {
+    if (tokenLimit_ > 0 && (in.tokenIds[t] < 0 || in.tokenIds[t] >= tokenLimit_))
+      return bad("token_ids[", t, "] = ", in.tokenIds[t], ", expected 0 to ",
+                 tokenLimit_ - 1);
+    if (in.seqIds[t] < 0 || in.seqIds[t] >= cpu::PagedKvCache::kMaxSequences)
+      return bad("seq_ids[", t, "] = ", in.seqIds[t], ", expected 0 to ",
+                 cpu::PagedKvCache::kMaxSequences - 1);
+    if (in.positions[t] < 0 ||
+        (ctx_.maxPositions > 0 && in.positions[t] >= ctx_.maxPositions))
+      return bad("positions[", t, "] = ", in.positions[t],
+                 ", expected 0 to ",
+                 ctx_.maxPositions > 0 ? ctx_.maxPositions - 1
+                                       : int64_t(INT32_MAX));
+  }
+  for (int64_t r = 0; r < in.logitCount; ++r)
+    if (in.logitRows[r] < 0 || in.logitRows[r] >= in.tokens)
+      return bad("logit_rows[", r, "] = ", in.logitRows[r], ", expected 0 to ",
+                 in.tokens - 1);
+  // Positions continue each sequence: a token may not skip past what the
+  // caches hold (plus the earlier tokens of its sequence in this call), or
+  // attention would read rows never written.
+  if (!appended_.empty()) {
+    const cpu::PagedKvCache &ref = *(*ctx_.caches)[appended_[0]];
+    std::unordered_map<int32_t, int64_t> next;
+    for (int64_t t = 0; t < in.tokens; ++t) {
+      int32_t seq = in.seqIds[t];
+      auto it = next.find(seq);
+      int64_t limit = it == next.end() ? ref.rows(seq) : it->second;
+      if (in.positions[t] > limit)
+        return bad("positions[", t, "] = ", in.positions[t], " for sequence ",
+                   seq, " skips past its length ", limit,
+                   " (positions must continue the sequence)");
+      next[seq] = std::max<int64_t>(limit, in.positions[t] + 1);
+    }
+  }
+  return Status::ok();
+}
+
+Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
+  KILN_RETURN_IF_ERROR(checkInputs(in));
+  KILN_RETURN_IF_ERROR(reserve(in.tokens, in.logitCount));
+  tokens_ = in.tokens;
+  selected_ = in.logitCount;
+  std::memcpy(data_[tokenIds_], in.tokenIds, size_t(in.tokens) * 4);
+  std::memcpy(data_[seqIds_], in.seqIds, size_t(in.tokens) * 4);
+  std::memcpy(data_[positions_], in.positions, size_t(in.tokens) * 4);
+  if (in.logitCount > 0)
+    std::memcpy(data_[logitRows_], in.logitRows, size_t(in.logitCount) * 4);
+  if (hiddenIn_ >= 0)
+    std::memcpy(data_[hiddenIn_], in.hiddenIn,
+                size_t(in.tokens) * size_t(buffers_[hiddenIn_].rowElems) * 4);
+
+  // Lengths to roll back to if a dispatch fails half way.
+  std::vector<std::pair<int32_t, std::vector<int64_t>>> before;
+  if (!appended_.empty()) {
+    for (int64_t t = 0; t < in.tokens; ++t) {
+      int32_t seq = in.seqIds[t];
+      bool seen = false;
+      for (const auto &b : before)
+        seen = seen || b.first == seq;
+      if (seen)
+        continue;
+      std::vector<int64_t> lengths;
+      for (uint32_t c : appended_)
+        lengths.push_back((*ctx_.caches)[c]->rows(seq));
+      before.emplace_back(seq, std::move(lengths));
+    }
+  }
+
+  ctx_.arena->reset();
+  for (const Step &step : steps_) {
+    Status s = execute(step);
+    if (!s.isOk()) {
+      for (const auto &[seq, lengths] : before)
+        for (size_t i = 0; i < appended_.size(); ++i)
+          (*ctx_.caches)[appended_[i]]->truncate(seq, lengths[i]);
+      return s;
+    }
+  }
+
+  PlanOutputs out;
+  out.logits = f32(logits_);
+  out.logitRows = selected_;
+  out.vocab = buffers_[logits_].rowElems;
+  if (hiddenOut_ >= 0) {
+    out.hidden = f32(uint32_t(hiddenOut_));
+    out.hiddenRows = tokens_;
+    out.hiddenSize = buffers_[hiddenOut_].rowElems;
+  }
+  return out;
+}
+
+const float *PlanRunner::vectorOperand(const fb::Arg &arg) const {
+  if (arg.kind() == fb::ArgKind::Weight)
+    return (*ctx_.weights)[arg.index()].values;
+  return f32(arg.index());
+}
+
+Status PlanRunner::checkCacheRows(const Step &step, uint32_t cacheArg) const {
+  // seq and pos follow the cache(s) in every attention kernel's arguments.
+  size_t seqArg = step.kernel == Kernel::MlaAttention   ? 4
+                  : step.kernel == Kernel::IndexerTopK ? 3
+                                                       : 3;
+  const cpu::PagedKvCache &cache =
+      *(*ctx_.caches)[step.args[cacheArg].index()];
+  const int32_t *seq = i32(step.args[seqArg].index());
+  const int32_t *pos = i32(step.args[seqArg + 1].index());
+  int64_t n = rowCount(step.args[seqArg].index());
+  for (int64_t t = 0; t < n; ++t)
+    if (pos[t] < 0 || cache.rows(seq[t]) <= pos[t])
+      return makeError(
+          StatusCode::FailedPrecondition, "plan '", name_, "' dispatches[",
+          step.dispatch, "] ", abi::kKernelNames[size_t(step.kernel)],
+          ": cache '", ctx_.meta->caches()->Get(step.args[cacheArg].index())
+                           ->name()
+                           ->str(),
+          "' holds ", cache.rows(seq[t]), " rows of sequence ", seq[t],
+          ", but position ", pos[t], " is read");
+  return Status::ok();
+}
+
+Status PlanRunner::execute(const Step &s) {
+  const auto &a = s.args;
+  auto buf = [&](size_t i) { return a[i].index(); };
+  auto rows = [&](size_t i) { return rowCount(buf(i)); };
+  auto elems = [&](size_t i) { return buffers_[buf(i)].rowElems; };
+  auto weight = [&](size_t i) -> const BoundWeight & {
+    return (*ctx_.weights)[a[i].index()];
+  };
+  auto cacheAt = [&](size_t i) -> cpu::PagedKvCache & {
+    return *(*ctx_.caches)[a[i].index()];
+  };
+  auto fail = [&](StatusCode code, const auto &...args) {
+    return makeError(code, "plan '", name_, "' dispatches[", s.dispatch, "] ",
+                     abi::kKernelNames[size_t(s.kernel)], ": ", args...);
+  };
+  cpu::ThreadPool &pool = *ctx_.pool;
+
+  switch (s.kernel) {
+  case Kernel::Embedding: {
+    const cpu::WeightView &table = weight(1).view;
+    const int32_t *ids = i32(buf(0));
+    int64_t n = rows(0);
+    for (int64_t t = 0; t < n; ++t)
+      if (ids[t] < 0 || ids[t] >= table.rows)
+        return fail(StatusCode::OutOfRange, "id ", ids[t], " at row ", t,
+                    ", expected 0 to ", table.rows - 1);
+    cpu::embedding(table, ids, n, f32(buf(2)));
+    return Status::ok();
+  }
+  case Kernel::RmsNorm:
+    cpu::rmsNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                 weight(1).values, s.floats[0], f32(buf(2)));
+    return Status::ok();
+  case Kernel::LayerNorm:
+    cpu::layerNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                   weight(1).values, weight(2).values, s.floats[0],
+                   f32(buf(3)));
+    return Status::ok();
+  case Kernel::Matmul:
+    if (rows(0) > 0)
+      cpu::matmul(pool, f32(buf(0)), rows(0), weight(1).view, f32(buf(2)));
+    return Status::ok();
+  case Kernel::Rope: {
+    float *out = f32(buf(2));
+    int64_t n = rows(0);
+    if (buf(2) != buf(0))
+      std::memcpy(out, f32(buf(0)), size_t(n * elems(0)) * 4);
+    cpu::rope(out, n, s.heads, s.headDim, i32(buf(1)), s.ropeStyle,
+              s.floats[0], s.ints[1], s.ints[2]);
+    return Status::ok();
+  }
+  case Kernel::Sigmoid:
+    cpu::sigmoid(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
+    return Status::ok();
+  case Kernel::Silu:
+    cpu::silu(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
+    return Status::ok();
+  case Kernel::Relu:
+    cpu::relu(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
+    return Status::ok();
+  case Kernel::Scale:
+    cpu::scale(f32(buf(0)), rows(0) * elems(0), s.floats[0], f32(buf(1)));
+    return Status::ok();
+  case Kernel::Add:
+  case Kernel::Mul: {
+    size_t full = s.swap ? 1 : 0, other = s.swap ? 0 : 1;
+    const float *x = f32(buf(full));
+    const float *y = s.broadcast ? vectorOperand(a[other]) : f32(buf(other));
+    int64_t total = rows(2) * elems(2);
+    int64_t cols = s.broadcast ? s.cols : elems(2);
+    int64_t n = cols > 0 ? total / cols : 0;
+    if (s.kernel == Kernel::Add)
+      cpu::add(x, y, n, cols, f32(buf(2)), s.broadcast);
+    else
+      cpu::mul(x, y, n, cols, f32(buf(2)), s.broadcast);
+    return Status::ok();
+  }
+  case Kernel::Softmax:
+    cpu::softmax(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                 f32(buf(1)));
+    return Status::ok();
+  case Kernel::Normalize:
+    cpu::normalize(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                   s.floats[0], f32(buf(1)));
+    return Status::ok();
+  case Kernel::GroupLimit:
+    cpu::groupLimit(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                    s.ints[0], s.ints[1], f32(buf(1)));
+    return Status::ok();
+  case Kernel::Argmax:
+    cpu::argmax(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                i32(buf(1)));
+    return Status::ok();
+  case Kernel::TopK:
+    cpu::topK(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, s.k,
+              f32(buf(1)), i32(buf(2)));
+    return Status::ok();
+  case Kernel::Gather:
+    cpu::gather(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, i32(buf(1)),
+                s.k, f32(buf(2)));
+    return Status::ok();
+  case Kernel::Split:
+  case Kernel::Concat: {
+    bool split = s.kernel == Kernel::Split;
+    size_t whole = split ? 0 : a.size() - 1;
+    int64_t blocks = rows(whole) * s.k;
+    int64_t stride = elems(whole) / s.k;
+    uint8_t *w = data_[buf(whole)];
+    int64_t offset = 0;
+    size_t piece = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (i == whole)
+        continue;
+      int64_t chunk = s.chunks[piece++];
+      uint8_t *p = data_[buf(i)];
+      for (int64_t b = 0; b < blocks; ++b) {
+        uint8_t *wp = w + size_t(b * stride + offset) * 4;
+        uint8_t *pp = p + size_t(b * chunk) * 4;
+        if (split)
+          std::memcpy(pp, wp, size_t(chunk) * 4);
+        else
+          std::memcpy(wp, pp, size_t(chunk) * 4);
+      }
+      offset += chunk;
+    }
+    return Status::ok();
+  }
+  case Kernel::TakeRows: {
+    const int32_t *idx = i32(buf(1));
+    int64_t n = rows(1), limit = rows(0);
+    size_t rowBytes = size_t(elems(0)) * 4;
+    for (int64_t r = 0; r < n; ++r) {
+      if (idx[r] < 0 || idx[r] >= limit)
+        return fail(StatusCode::OutOfRange, "row index ", idx[r], " at ", r,
+                    ", expected 0 to ", limit - 1);
+      std::memcpy(data_[buf(2)] + r * rowBytes,
+                  data_[buf(0)] + size_t(idx[r]) * rowBytes, rowBytes);
+    }
+    return Status::ok();
+  }
+  case Kernel::KvAppend: {
+    cpu::PagedKvCache &cache = cacheAt(0);
+    const int32_t *seq = i32(buf(1));
+    const int32_t *pos = i32(buf(2));
+    int64_t n = rows(1);
+    for (int64_t t = 0; t < n; ++t)
+      KILN_RETURN_IF_ERROR(cache.ensure(seq[t], int64_t(pos[t]) + 1)
+                               .withContext("plan '" + name_ + "' kv_append"));
+    cpu::kvAppend(cache.view(), seq, pos, n, f32(buf(3)));
+    return Status::ok();
+  }
+  case Kernel::MlaAttention: {
+    KILN_RETURN_IF_ERROR(checkCacheRows(s, 3));
+    cpu::MlaArgs m;
+    m.dims = s.mla;
+    m.tokens = rows(0);
+    m.seqIds = i32(buf(4));
+    m.positions = i32(buf(5));
+    m.qNope = f32(buf(0));
+    m.qPe = f32(buf(1));
+    m.kvB = weight(2).view;
+    m.latent = cacheAt(3).view();
+    if (a[6].kind() != fb::ArgKind::None) {
+      m.topk = i32(buf(6));
+      m.topkWidth = s.k;
+    }
+    m.scale = s.floats[0];
+    KILN_RETURN_IF_ERROR(ctx_.workspace->reserve(
+        cpu::mlaWorkspaceBytes(m.dims, m.tokens, pool.size())));
+    cpu::mlaAttention(pool, m, f32(buf(7)), *ctx_.workspace);
+    return Status::ok();
+  }
+  case Kernel::IndexerTopK: {
+    KILN_RETURN_IF_ERROR(checkCacheRows(s, 2));
+    cpu::IndexerArgs x;
+    x.tokens = rows(0);
+    x.seqIds = i32(buf(3));
+    x.positions = i32(buf(4));
+    x.heads = s.heads;
+    x.dim = s.headDim;
+    x.q = f32(buf(0));
+    x.weights = f32(buf(1));
+    x.keys = cacheAt(2).view();
+    x.scale = s.floats[0];
+    x.k = s.k;
+    KILN_RETURN_IF_ERROR(ctx_.workspace->reserve(
+        cpu::indexerWorkspaceBytes(x, pool.size())));
+    cpu::indexerTopK(pool, x, i32(buf(5)), *ctx_.workspace);
+    return Status::ok();
+  }
+  case Kernel::GqaAttention: {
+    KILN_RETURN_IF_ERROR(checkCacheRows(s, 1));
+    KILN_RETURN_IF_ERROR(checkCacheRows(s, 2));
+    cpu::GqaArgs g;
+    g.tokens = rows(0);
+    g.seqIds = i32(buf(3));
+    g.positions = i32(buf(4));
+    g.qHeads = s.heads;
+    g.kvHeads = s.kvHeads;
+    g.headDim = s.headDim;
+    g.valueDim = s.valueDim;
+    g.q = f32(buf(0));
+    g.keys = cacheAt(1).view();
+    g.values = cacheAt(2).view();
+    g.scale = s.floats[0];
+    KILN_RETURN_IF_ERROR(
+        ctx_.workspace->reserve(cpu::gqaWorkspaceBytes(g, pool.size())));
+    cpu::gqaAttention(pool, g, f32(buf(5)), *ctx_.workspace);
+    return Status::ok();
+  }
+  case Kernel::Moe: {
+    cpu::MoeWeights w;
+    w.router = weight(1).view;
+    w.bias = weight(2).values;
+    w.gate = weight(3).view;
+    w.up = weight(4).view;
+    w.down = weight(5).view;
+    if (a[6].kind() != fb::ArgKind::None) {
+      w.sharedGate = weight(6).view;
+      w.sharedUp = weight(7).view;
+      w.sharedDown = weight(8).view;
+    }
+    int64_t n = rows(0);
+    if (n > 0) {
+      cpu::Arena::Scope scope(*ctx_.arena);
+      cpu::moeForward(pool, f32(buf(0)), n, w, s.moe, *ctx_.arena,
+                      f32(buf(9)));
+    }
+    return Status::ok();
+  }
+  case Kernel::Count:
+    break;
+  }
+  return fail(StatusCode::Internal, "kernel not handled");
+}
+
+} // namespace kiln::engine

@@ -1,0 +1,918 @@
+//===- PlanValidator.cpp - Plans checked against KernelAbi.h --------------===//
+//
+// Runs once per plan at load. Each dispatch is checked for: a known kernel,
+// its argument count and kinds, attribute counts, buffer dtypes, rows kinds
+// that agree, row widths that agree with the kernel's weights and caches,
+// and outputs that do not alias inputs where the kernel cannot work in
+// place. Errors read
+//   plan 'prefill' dispatches[12] matmul ("layers.0.q_a_proj"): args[2]
+//   'out': 384 values per row, expected 128 (the weight's N)
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/engine/PlanRunner.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace kiln::engine {
+
+using abi::Kernel;
+
+namespace {
+
+const char *rowsName(fb::Rows rows) {
+  switch (rows) {
+  case fb::Rows::Tokens:
+    return "Tokens";
+  case fb::Rows::Selected:
+    return "Selected";
+  case fb::Rows::One:
+    return "One";
+  }
+  return "?";
+}
+
+std::string shapeString(const BufferInfo &b) {
+  std::ostringstream os;
+  os << '[' << rowsName(b.rows);
+  for (int64_t d : b.rowShape)
+    os << ", " << d;
+  os << ']';
+  return os.str();
+}
+
+/// Argument names per kernel, for messages. Split and Concat are variadic.
+std::vector<const char *> argNames(Kernel kernel) {
+  switch (kernel) {
+  case Kernel::Embedding:
+    return {"ids", "table", "out"};
+  case Kernel::RmsNorm:
+    return {"x", "weight", "out"};
+  case Kernel::LayerNorm:
+    return {"x", "weight", "bias", "out"};
+  case Kernel::Matmul:
+    return {"x", "weight", "out"};
+  case Kernel::Rope:
+    return {"x", "positions", "out"};
+  case Kernel::Sigmoid:
+  case Kernel::Silu:
+  case Kernel::Relu:
+  case Kernel::Scale:
+  case Kernel::Softmax:
+  case Kernel::Normalize:
+  case Kernel::GroupLimit:
+  case Kernel::Argmax:
+    return {"x", "out"};
+  case Kernel::Add:
+  case Kernel::Mul:
+    return {"lhs", "rhs", "out"};
+  case Kernel::TopK:
+    return {"x", "values", "indices"};
+  case Kernel::Gather:
+    return {"x", "indices", "out"};
+  case Kernel::TakeRows:
+    return {"x", "rows", "out"};
+  case Kernel::KvAppend:
+    return {"cache", "seq", "pos", "values"};
+  case Kernel::MlaAttention:
+    return {"q_nope", "q_pe", "kv_b", "latent", "seq", "pos", "top_k", "out"};
+  case Kernel::IndexerTopK:
+    return {"q", "weights", "keys", "seq", "pos", "out"};
+  case Kernel::GqaAttention:
+    return {"q", "k", "v", "seq", "pos", "out"};
+  case Kernel::Moe:
+    return {"x",    "router",      "bias",      "gate",        "up",
+            "down", "shared_gate", "shared_up", "shared_down", "out"};
+  case Kernel::Split:
+  case Kernel::Concat:
+  case Kernel::Count:
+    return {};
+  }
+  return {};
+}
+
+/// Integer and float attribute counts per kernel (KernelAbi.h).
+std::pair<size_t, size_t> attrCounts(Kernel kernel) {
+  switch (kernel) {
+  case Kernel::RmsNorm:
+  case Kernel::LayerNorm:
+  case Kernel::Scale:
+  case Kernel::Normalize:
+    return {0, 1};
+  case Kernel::Rope:
+    return {4, 1};
+  case Kernel::TopK:
+    return {1, 0};
+  case Kernel::Split:
+  case Kernel::Concat:
+  case Kernel::GroupLimit:
+    return {2, 0};
+  case Kernel::MlaAttention:
+  case Kernel::GqaAttention:
+    return {1, 1};
+  case Kernel::IndexerTopK:
+    return {2, 1};
+  case Kernel::Moe:
+    return {5, 1};
+  default:
+    return {0, 0};
+  }
+}
+
+} // namespace
+
+class PlanValidator {
+public:
+  PlanValidator(const fb::Artifact &meta, const fb::Plan &plan,
+                PlanRunner &runner)
+      : meta_(meta), plan_(plan), r_(runner) {}
+
+  Status run() {
+    KILN_RETURN_IF_ERROR(checkBuffers());
+    KILN_RETURN_IF_ERROR(checkIo());
+    const auto *dispatches = plan_.dispatches();
+    uint32_t n = dispatches ? dispatches->size() : 0;
+    if (n == 0)
+      return makeError(StatusCode::InvalidArgument, "plan '", r_.name_,
+                       "': has no dispatches");
+    for (uint32_t i = 0; i < n; ++i)
+      KILN_RETURN_IF_ERROR(checkDispatch(i, *dispatches->Get(i)));
+    return Status::ok();
+  }
+
+private:
+  // --- Plan-level checks --------------------------------------------------
+
+  Status planError(const std::string &what) const {
+    return makeError(StatusCode::InvalidArgument, "plan '", r_.name_,
+                     "': ", what);
+  }
+
+  Status checkBuffers() {
+    const auto *buffers = plan_.buffers();
+    uint32_t n = buffers ? buffers->size() : 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::Buffer &b = *buffers->Get(i);
+      BufferInfo info;
+      info.name = b.name() ? b.name()->str() : "";
+      info.dtype = b.dtype();
+      info.rows = b.rows();
+      if (b.row_shape())
+        info.rowShape.assign(b.row_shape()->begin(), b.row_shape()->end());
+      for (int64_t d : info.rowShape) {
+        if (__builtin_mul_overflow(info.rowElems, d, &info.rowElems) ||
+            info.rowElems > (int64_t(1) << 40))
+          return planError("buffers[" + std::to_string(i) + "] '" + info.name +
+                           "': row_shape has too many elements");
+      }
+      if (info.dtype != fb::DType::F32 && info.dtype != fb::DType::I32)
+        return planError("buffers[" + std::to_string(i) + "] '" + info.name +
+                         "': dtype " + fb::EnumNameDType(info.dtype) +
+                         ", the CPU runtime supports F32 and I32 buffers");
+      r_.buffers_.push_back(std::move(info));
+    }
+    return Status::ok();
+  }
+
+  Status ioBuffer(uint32_t index, const char *what, fb::DType dtype,
+                  fb::Rows rows, int64_t elems /* -1: any */) {
+    const BufferInfo &b = r_.buffers_[index];
+    if (b.dtype != dtype || b.rows != rows ||
+        (elems >= 0 && b.rowElems != elems))
+      return planError(
+          std::string(what) + " is buffers[" + std::to_string(index) + "] '" +
+          b.name + "' " + fb::EnumNameDType(b.dtype) + " " + shapeString(b) +
+          ", expected " + fb::EnumNameDType(dtype) + " [" + rowsName(rows) +
+          (elems > 1 ? ", " + std::to_string(elems) : "") +
+          (elems < 0 ? ", ..." : "") + "]");
+    return Status::ok();
+  }
+
+  Status checkIo() {
+    uint32_t nIn = plan_.inputs() ? plan_.inputs()->size() : 0;
+    uint32_t nOut = plan_.outputs() ? plan_.outputs()->size() : 0;
+    if (nIn < 4 || nIn > 5)
+      return planError("has " + std::to_string(nIn) +
+                       " inputs, expected 4 (token_ids, seq_ids, positions, "
+                       "logit_rows) or 5 (+ hidden_in)");
+    if (nOut < 1 || nOut > 2)
+      return planError("has " + std::to_string(nOut) +
+                       " outputs, expected 1 (logits) or 2 (+ hidden)");
+    const auto *in = plan_.inputs();
+    r_.tokenIds_ = in->Get(abi::kInputTokenIds);
+    r_.seqIds_ = in->Get(abi::kInputSeqIds);
+    r_.positions_ = in->Get(abi::kInputPositions);
+    r_.logitRows_ = in->Get(abi::kInputLogitRows);
+    KILN_RETURN_IF_ERROR(ioBuffer(r_.tokenIds_, "input token_ids",
+                                  fb::DType::I32, fb::Rows::Tokens, 1));
+    KILN_RETURN_IF_ERROR(ioBuffer(r_.seqIds_, "input seq_ids", fb::DType::I32,
+                                  fb::Rows::Tokens, 1));
+    KILN_RETURN_IF_ERROR(ioBuffer(r_.positions_, "input positions",
+                                  fb::DType::I32, fb::Rows::Tokens, 1));
+    KILN_RETURN_IF_ERROR(ioBuffer(r_.logitRows_, "input logit_rows",
+                                  fb::DType::I32, fb::Rows::Selected, 1));
+    if (nIn == 5) {
+      r_.hiddenIn_ = in->Get(abi::kInputHidden);
+      KILN_RETURN_IF_ERROR(ioBuffer(uint32_t(r_.hiddenIn_), "input hidden_in",
+                                    fb::DType::F32, fb::Rows::Tokens, -1));
+    }
+    std::set<uint32_t> distinct(in->begin(), in->end());
+    if (distinct.size() != nIn)
+      return planError("two inputs share one buffer");
+
+    const auto *out = plan_.outputs();
+    r_.logits_ = out->Get(abi::kOutputLogits);
+    KILN_RETURN_IF_ERROR(ioBuffer(r_.logits_, "output logits", fb::DType::F32,
+                                  fb::Rows::Selected, -1));
+    if (nOut == 2) {
+      r_.hiddenOut_ = out->Get(abi::kOutputHidden);
+      KILN_RETURN_IF_ERROR(ioBuffer(uint32_t(r_.hiddenOut_), "output hidden",
+                                    fb::DType::F32, fb::Rows::Tokens, -1));
+      if (r_.hiddenIn_ >= 0 && r_.buffers_[r_.hiddenIn_].rowElems !=
+                                   r_.buffers_[r_.hiddenOut_].rowElems)
+        return planError("hidden_in has " +
+                         std::to_string(r_.buffers_[r_.hiddenIn_].rowElems) +
+                         " values per row but the hidden output has " +
+                         std::to_string(r_.buffers_[r_.hiddenOut_].rowElems));
+    }
+    return Status::ok();
+  }
+
+  // --- Dispatch checks ----------------------------------------------------
+
+  template <typename... Args> Status fail(const Args &...args) const {
+    return makeError(StatusCode::InvalidArgument, prefix_, args...);
+  }
+
+  const char *argName(size_t i) const {
+    if (i < names_.size())
+      return names_[i];
+    return step_.kernel == Kernel::Split ? (i == 0 ? "x" : "out")
+                                         : (i + 1 == args() ? "out" : "in");
+  }
+  std::string argLabel(size_t i) const {
+    return "args[" + std::to_string(i) + "] '" + argName(i) + "'";
+  }
+  size_t args() const { return step_.args.size(); }
+  const fb::Arg &arg(size_t i) const { return step_.args[i]; }
+
+  Result<const BufferInfo *> buffer(size_t i, fb::DType dtype) const {
+    if (arg(i).kind() != fb::ArgKind::Buffer)
+      return fail(argLabel(i), ": is a ", fb::EnumNameArgKind(arg(i).kind()),
+                  ", expected a Buffer");
+    const BufferInfo &b = r_.buffers_[arg(i).index()];
+    if (b.dtype != dtype)
+      return fail(argLabel(i), ": buffer '", b.name, "' is ",
+                  fb::EnumNameDType(b.dtype), ", expected ",
+                  fb::EnumNameDType(dtype));
+    return &b;
+  }
+  Result<const BoundWeight *> weight(size_t i) const {
+    if (arg(i).kind() != fb::ArgKind::Weight)
+      return fail(argLabel(i), ": is a ", fb::EnumNameArgKind(arg(i).kind()),
+                  ", expected a Weight");
+    const BoundWeight &w = (*ctx().weights)[arg(i).index()];
+    if (!w.unsupported.empty())
+      return fail(argLabel(i), ": weight '", w.name, "' ", w.unsupported);
+    return &w;
+  }
+  Result<const BoundWeight *> matrix(size_t i) const {
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *w, weight(i));
+    if (!w->isMatrix())
+      return fail(argLabel(i), ": weight '", w->name, "' has rank ", w->rank(),
+                  ", expected a matrix [N, K]");
+    return w;
+  }
+  Result<const BoundWeight *> stack(size_t i) const {
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *w, weight(i));
+    if (!w->isStack())
+      return fail(argLabel(i), ": weight '", w->name, "' has rank ", w->rank(),
+                  ", expected an expert stack [E, N, K]");
+    return w;
+  }
+  Result<const BoundWeight *> vector(size_t i) const {
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *w, weight(i));
+    if (!w->isVector())
+      return fail(argLabel(i), ": weight '", w->name, "' has rank ", w->rank(),
+                  ", expected a vector [D]");
+    return w;
+  }
+  Result<const fb::Cache *> cache(size_t i) const {
+    if (arg(i).kind() != fb::ArgKind::Cache)
+      return fail(argLabel(i), ": is a ", fb::EnumNameArgKind(arg(i).kind()),
+                  ", expected a Cache");
+    return meta_.caches()->Get(arg(i).index());
+  }
+  bool isNone(size_t i) const { return arg(i).kind() == fb::ArgKind::None; }
+
+  Status width(size_t i, const BufferInfo &b, int64_t expected,
+               const std::string &why) const {
+    if (b.rowElems != expected)
+      return fail(argLabel(i), ": buffer '", b.name, "' ", shapeString(b),
+                  " has ", b.rowElems, " values per row, expected ", expected,
+                  " (", why, ")");
+    return Status::ok();
+  }
+  Status sameRows(size_t i, const BufferInfo &b, size_t j,
+                  const BufferInfo &c) const {
+    if (b.rows != c.rows)
+      return fail(argLabel(j), ": buffer '", c.name, "' has ", rowsName(c.rows),
+                  " rows but ", argLabel(i), " '", b.name, "' has ",
+                  rowsName(b.rows));
+    return Status::ok();
+  }
+  Status divides(size_t i, const BufferInfo &b, int64_t d,
+                 const std::string &why) const {
+    if (d <= 0 || b.rowElems % d != 0)
+      return fail(argLabel(i), ": buffer '", b.name, "' has ", b.rowElems,
+                  " values per row, not a multiple of ", d, " (", why, ")");
+    return Status::ok();
+  }
+  /// The kernel cannot write `out` over `in`.
+  Status distinct(size_t out, size_t in) const {
+    if (arg(out).kind() == fb::ArgKind::Buffer &&
+        arg(in).kind() == fb::ArgKind::Buffer &&
+        arg(out).index() == arg(in).index())
+      return fail(argLabel(out), ": is the same buffer as ", argLabel(in),
+                  ", but ", abi::kKernelNames[size_t(step_.kernel)],
+                  " cannot work in place");
+    return Status::ok();
+  }
+  const ExecContext &ctx() const { return r_.ctx_; }
+
+  Status checkDispatch(uint32_t index, const fb::Dispatch &d) {
+    const fb::Kernel &kernel = *meta_.kernels()->Get(d.kernel());
+    std::string kname = kernel.name()->str();
+    std::string location = d.location() ? d.location()->str() : "";
+    prefix_ = "plan '" + r_.name_ + "' dispatches[" + std::to_string(index) +
+              "] " + kname +
+              (location.empty() ? "" : " (\"" + location + "\")") + ": ";
+    step_ = Step();
+    step_.dispatch = index;
+    if (!abi::kernelFromName(kname, step_.kernel))
+      return fail("unknown kernel '", kname, "' (kernels[", d.kernel(),
+                  "]), expected one of KernelAbi.h");
+    if (d.args())
+      for (const fb::Arg *a : *d.args())
+        step_.args.push_back(*a);
+    if (d.ints())
+      step_.ints.assign(d.ints()->begin(), d.ints()->end());
+    if (d.floats())
+      step_.floats.assign(d.floats()->begin(), d.floats()->end());
+    names_ = argNames(step_.kernel);
+
+    if (step_.kernel == Kernel::Split || step_.kernel == Kernel::Concat) {
+      if (args() < 2)
+        return fail("has ", args(), " args, expected at least 2");
+    } else if (args() != names_.size()) {
+      std::string list;
+      for (const char *n : names_)
+        list += (list.empty() ? "" : ", ") + std::string(n);
+      return fail("has ", args(), " args, expected ", names_.size(), " (", list,
+                  ")");
+    }
+    auto [nInts, nFloats] = attrCounts(step_.kernel);
+    if (step_.ints.size() != nInts || step_.floats.size() != nFloats)
+      return fail("has ", step_.ints.size(), " ints and ", step_.floats.size(),
+                  " floats, expected ", nInts, " and ", nFloats);
+    for (size_t i = 0; i < args(); ++i)
+      if (isNone(i) && !isOptional(i))
+        return fail(argLabel(i), ": is None, but the argument is required");
+
+    KILN_RETURN_IF_ERROR(checkKernel());
+    r_.steps_.push_back(std::move(step_));
+    return Status::ok();
+  }
+
+  bool isOptional(size_t i) const {
+    switch (step_.kernel) {
+    case Kernel::MlaAttention:
+      return i == 6;
+    case Kernel::Moe:
+      return i >= 6 && i <= 8;
+    default:
+      return false;
+    }
+  }
+
+  Status checkKernel() {
+    switch (step_.kernel) {
+    case Kernel::Embedding:
+      return checkEmbedding();
+    case Kernel::RmsNorm:
+    case Kernel::LayerNorm:
+      return checkNorm();
+    case Kernel::Matmul:
+      return checkMatmul();
+    case Kernel::Rope:
+      return checkRope();
+    case Kernel::Sigmoid:
+    case Kernel::Silu:
+    case Kernel::Relu:
+    case Kernel::Scale:
+      return checkUnary();
+    case Kernel::Add:
+    case Kernel::Mul:
+      return checkBinary();
+    case Kernel::Softmax:
+    case Kernel::Normalize:
+    case Kernel::GroupLimit:
+    case Kernel::Argmax:
+      return checkRowOp();
+    case Kernel::TopK:
+      return checkTopK();
+    case Kernel::Gather:
+      return checkGather();
+    case Kernel::Split:
+    case Kernel::Concat:
+      return checkSplitConcat();
+    case Kernel::TakeRows:
+      return checkTakeRows();
+    case Kernel::KvAppend:
+      return checkKvAppend();
+    case Kernel::MlaAttention:
+      return checkMla();
+    case Kernel::IndexerTopK:
+      return checkIndexer();
+    case Kernel::GqaAttention:
+      return checkGqa();
+    case Kernel::Moe:
+      return checkMoe();
+    case Kernel::Count:
+      break;
+    }
+    return fail("kernel not handled");
+  }
+
+  Status checkEmbedding() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *ids, buffer(0, fb::DType::I32));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *table, matrix(1));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    KILN_RETURN_IF_ERROR(width(0, *ids, 1, "one id per row"));
+    KILN_RETURN_IF_ERROR(
+        width(2, *out, table->view.cols, "the table's row width"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *ids, 2, *out));
+    if (arg(0).index() == r_.tokenIds_)
+      r_.tokenLimit_ = r_.tokenLimit_ == 0
+                           ? table->view.rows
+                           : std::min(r_.tokenLimit_, table->view.rows);
+    return Status::ok();
+  }
+
+  Status checkNorm() {
+    bool layer = step_.kernel == Kernel::LayerNorm;
+    size_t outArg = layer ? 3 : 2;
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *w, vector(1));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out,
+                          buffer(outArg, fb::DType::F32));
+    step_.cols = w->length();
+    KILN_RETURN_IF_ERROR(divides(0, *x, step_.cols, "the weight's length"));
+    if (layer) {
+      KILN_ASSIGN_OR_RETURN(const BoundWeight *b, vector(2));
+      if (b->length() != step_.cols)
+        return fail(argLabel(2), ": bias '", b->name, "' has length ",
+                    b->length(), ", expected ", step_.cols,
+                    " (the weight's length)");
+    }
+    KILN_RETURN_IF_ERROR(width(outArg, *out, x->rowElems, "the input's width"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, outArg, *out));
+    if (!(step_.floats[0] >= 0.0f))
+      return fail("eps ", step_.floats[0], ", expected >= 0");
+    return Status::ok();
+  }
+
+  Status checkMatmul() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *w, matrix(1));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    KILN_RETURN_IF_ERROR(
+        width(0, *x, w->view.cols, "the weight '" + w->name + "' K"));
+    KILN_RETURN_IF_ERROR(
+        width(2, *out, w->view.rows, "the weight '" + w->name + "' N"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 2, *out));
+    return distinct(2, 0);
+  }
+
+  Status checkRope() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *pos, buffer(1, fb::DType::I32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    int64_t style = step_.ints[0], offset = step_.ints[1],
+            rotary = step_.ints[2], heads = step_.ints[3];
+    if (style != 0 && style != 1)
+      return fail("ints[0] style ", style,
+                  ", expected 0 (interleaved) or 1 (neox)");
+    if (heads < 1)
+      return fail("ints[3] heads ", heads, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *x, heads, "ints[3] heads"));
+    int64_t dim = x->rowElems / heads;
+    if (offset < 0 || rotary < 2 || rotary % 2 != 0 || offset + rotary > dim)
+      return fail("rotates dims [", offset, ", ", offset + rotary,
+                  ") (ints[1] offset, ints[2] rotary_dim), expected an even "
+                  "rotary_dim >= 2 inside the head dim ",
+                  dim);
+    if (!(step_.floats[0] > 0.0f))
+      return fail("theta ", step_.floats[0], ", expected > 0");
+    KILN_RETURN_IF_ERROR(width(1, *pos, 1, "one position per row"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 1, *pos));
+    KILN_RETURN_IF_ERROR(width(2, *out, x->rowElems, "the input's width"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 2, *out));
+    step_.ropeStyle =
+        style == 0 ? cpu::RopeStyle::Interleaved : cpu::RopeStyle::Neox;
+    step_.heads = heads;
+    step_.headDim = dim;
+    return Status::ok();
+  }
+
+  Status checkUnary() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(1, fb::DType::F32));
+    KILN_RETURN_IF_ERROR(width(1, *out, x->rowElems, "the input's width"));
+    return sameRows(0, *x, 1, *out);
+  }
+
+  /// A broadcast operand: a vector weight, or a buffer with one row.
+  Result<int64_t> broadcastLength(size_t i) const {
+    if (arg(i).kind() == fb::ArgKind::Weight) {
+      KILN_ASSIGN_OR_RETURN(const BoundWeight *w, vector(i));
+      return w->length();
+    }
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *b, buffer(i, fb::DType::F32));
+    if (b->rows != fb::Rows::One)
+      return fail(argLabel(i), ": cannot broadcast buffer '", b->name,
+                  "' with ", rowsName(b->rows), " rows");
+    return b->rowElems;
+  }
+
+  Status checkBinary() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    auto isFull = [&](size_t i) {
+      if (arg(i).kind() != fb::ArgKind::Buffer)
+        return false;
+      const BufferInfo &b = r_.buffers_[arg(i).index()];
+      return b.dtype == fb::DType::F32 && b.rows == out->rows &&
+             b.rowElems == out->rowElems;
+    };
+    size_t full = 0, other = 1;
+    if (!isFull(0)) {
+      if (!isFull(1)) {
+        // Report against lhs: it must match the output.
+        if (arg(0).kind() != fb::ArgKind::Buffer)
+          return fail(argLabel(0), ": is a ",
+                      fb::EnumNameArgKind(arg(0).kind()), " and ", argLabel(1),
+                      " does not match the output either; expected one "
+                      "operand of the output's shape ",
+                      shapeString(*out));
+        KILN_ASSIGN_OR_RETURN(const BufferInfo *lhs, buffer(0, fb::DType::F32));
+        KILN_RETURN_IF_ERROR(sameRows(2, *out, 0, *lhs));
+        return width(0, *lhs, out->rowElems, "the output's width");
+      }
+      full = 1;
+      other = 0;
+      step_.swap = true;
+    }
+    if (isFull(other))
+      return Status::ok();
+    KILN_ASSIGN_OR_RETURN(int64_t len, broadcastLength(other));
+    if (len < 1 || out->rowElems % len != 0)
+      return fail(argLabel(other), ": broadcasts ", len,
+                  " values over rows of ", out->rowElems,
+                  ", expected the output's row width or a divisor of it");
+    step_.broadcast = true;
+    step_.cols = len;
+    (void)full;
+    return Status::ok();
+  }
+
+  // Row kernels work on the innermost dim of a [rows, ..., cols] tensor.
+  // The input may be a reshape alias, so the column count comes from the
+  // output (a fresh value) and the element counts.
+  Status checkRowOp() {
+    bool argmax = step_.kernel == Kernel::Argmax;
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out,
+                          buffer(1, argmax ? fb::DType::I32 : fb::DType::F32));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 1, *out));
+    if (argmax) {
+      KILN_RETURN_IF_ERROR(
+          divides(0, *x, out->rowElems, "one index per row of the output"));
+      step_.cols = x->rowElems / out->rowElems;
+      return Status::ok();
+    }
+    KILN_RETURN_IF_ERROR(width(1, *out, x->rowElems, "the input's width"));
+    step_.cols = out->lastDim();
+    if (step_.kernel == Kernel::GroupLimit) {
+      int64_t nGroup = step_.ints[0], keep = step_.ints[1];
+      if (nGroup < 1 || step_.cols % nGroup != 0 || keep < 1 || keep > nGroup)
+        return fail("groups ", nGroup, " keep ", keep, " over ", step_.cols,
+                    " columns, expected groups dividing the columns and "
+                    "1 <= keep <= groups");
+    }
+    return Status::ok();
+  }
+
+  Status checkTopK() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *values, buffer(1, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *indices, buffer(2, fb::DType::I32));
+    step_.k = step_.ints[0];
+    if (step_.k < 1)
+      return fail("k ", step_.k, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(1, *values, step_.k, "k per row"));
+    int64_t groups = values->rowElems / step_.k;
+    KILN_RETURN_IF_ERROR(divides(0, *x, groups, "the output's rows of k"));
+    step_.cols = x->rowElems / groups;
+    if (step_.k > step_.cols)
+      return fail("k ", step_.k, ", expected at most ", step_.cols,
+                  " (the input's last dim)");
+    KILN_RETURN_IF_ERROR(width(2, *indices, values->rowElems, "k per row"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 1, *values));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 2, *indices));
+    return distinct(1, 0);
+  }
+
+  Status checkGather() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *idx, buffer(1, fb::DType::I32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    step_.k = out->lastDim();
+    int64_t groups = out->rowElems / step_.k;
+    KILN_RETURN_IF_ERROR(width(1, *idx, out->rowElems, "the output's width"));
+    KILN_RETURN_IF_ERROR(divides(0, *x, groups, "the output's rows of k"));
+    step_.cols = x->rowElems / groups;
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 1, *idx));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 2, *out));
+    return distinct(2, 0);
+  }
+
+  // Split and concat copy blocks along `axis` (counting the rows dim as 0).
+  Status checkSplitConcat() {
+    bool split = step_.kernel == Kernel::Split;
+    size_t whole = split ? 0 : args() - 1;
+    std::vector<size_t> pieces;
+    for (size_t i = 0; i < args(); ++i)
+      if (i != whole)
+        pieces.push_back(i);
+    if (arg(whole).kind() != fb::ArgKind::Buffer)
+      return fail(argLabel(whole), ": is a ",
+                  fb::EnumNameArgKind(arg(whole).kind()),
+                  ", expected a Buffer");
+    const BufferInfo &w = r_.buffers_[arg(whole).index()];
+    int64_t total = 0;
+    for (size_t i : pieces) {
+      KILN_ASSIGN_OR_RETURN(const BufferInfo *p, buffer(i, w.dtype));
+      KILN_RETURN_IF_ERROR(sameRows(whole, w, i, *p));
+      KILN_RETURN_IF_ERROR(distinct(split ? i : whole, split ? whole : i));
+      total += p->rowElems;
+    }
+    KILN_RETURN_IF_ERROR(
+        width(whole, w, total, "the sum of the pieces along the axis"));
+    const int64_t axis = step_.ints[0];
+    if (axis < 1)
+      return fail("axis ", axis,
+                  ", expected >= 1 (axis 0, the rows, cannot be split or "
+                  "concatenated)");
+    // The compiler states the blocks per row (ints[1]): buffers are reused
+    // by element count and reshapes alias, so their row_shape may belong to
+    // another value.
+    int64_t outer = step_.ints[1];
+    bool ok = outer >= 1 && w.rowElems % outer == 0;
+    for (size_t i : pieces)
+      ok = ok && r_.buffers_[arg(i).index()].rowElems % outer == 0;
+    if (!ok)
+      return fail("axis ", axis, ": ", outer,
+                  " blocks per row do not divide every operand's width");
+    step_.k = outer;
+    for (size_t i : pieces)
+      step_.chunks.push_back(r_.buffers_[arg(i).index()].rowElems / outer);
+    return Status::ok();
+  }
+
+  Status checkTakeRows() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32).isOk()
+                                                   ? buffer(0, fb::DType::F32)
+                                                   : buffer(0, fb::DType::I32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *rows, buffer(1, fb::DType::I32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, x->dtype));
+    KILN_RETURN_IF_ERROR(width(1, *rows, 1, "one row index per row"));
+    KILN_RETURN_IF_ERROR(width(2, *out, x->rowElems, "the input's width"));
+    KILN_RETURN_IF_ERROR(sameRows(1, *rows, 2, *out));
+    return distinct(2, 0);
+  }
+
+  Status seqPos(size_t seqArg, size_t posArg, size_t refArg,
+                const BufferInfo &ref) {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *seq,
+                          buffer(seqArg, fb::DType::I32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *pos,
+                          buffer(posArg, fb::DType::I32));
+    KILN_RETURN_IF_ERROR(width(seqArg, *seq, 1, "one sequence id per row"));
+    KILN_RETURN_IF_ERROR(width(posArg, *pos, 1, "one position per row"));
+    KILN_RETURN_IF_ERROR(sameRows(refArg, ref, seqArg, *seq));
+    return sameRows(refArg, ref, posArg, *pos);
+  }
+
+  Status checkKvAppend() {
+    KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(0));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *values, buffer(3, fb::DType::F32));
+    KILN_RETURN_IF_ERROR(
+        width(3, *values, c->width(),
+              "the width of cache '" + c->name()->str() + "'"));
+    KILN_RETURN_IF_ERROR(seqPos(1, 2, 3, *values));
+    uint32_t index = arg(0).index();
+    if (std::find(r_.appended_.begin(), r_.appended_.end(), index) ==
+        r_.appended_.end())
+      r_.appended_.push_back(index);
+    return Status::ok();
+  }
+
+  Status checkMla() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *qn, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *qp, buffer(1, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *kvb, matrix(2));
+    KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(3));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(7, fb::DType::F32));
+    int64_t heads = step_.ints[0];
+    if (heads < 1)
+      return fail("ints[0] heads ", heads, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *qn, heads, "ints[0] heads"));
+    KILN_RETURN_IF_ERROR(divides(1, *qp, heads, "ints[0] heads"));
+    cpu::MlaDims &m = step_.mla;
+    m.heads = heads;
+    m.nopeDim = qn->rowElems / heads;
+    m.ropeDim = qp->rowElems / heads;
+    m.latentDim = kvb->view.cols;
+    if (kvb->view.rows % heads != 0 || kvb->view.rows / heads <= m.nopeDim)
+      return fail(argLabel(2), ": kv_b '", kvb->name, "' has ", kvb->view.rows,
+                  " rows, expected heads (", heads, ") x (nope dim ", m.nopeDim,
+                  " + a value dim)");
+    m.valueDim = kvb->view.rows / heads - m.nopeDim;
+    if (c->width() != m.latentDim + m.ropeDim)
+      return fail(argLabel(3), ": cache '", c->name()->str(), "' has width ",
+                  c->width(), ", expected ", m.latentDim + m.ropeDim,
+                  " (kv_b's latent dim ", m.latentDim, " + rope dim ",
+                  m.ropeDim, ")");
+    KILN_RETURN_IF_ERROR(sameRows(0, *qn, 1, *qp));
+    KILN_RETURN_IF_ERROR(seqPos(4, 5, 0, *qn));
+    if (!isNone(6)) {
+      KILN_ASSIGN_OR_RETURN(const BufferInfo *topk, buffer(6, fb::DType::I32));
+      KILN_RETURN_IF_ERROR(sameRows(0, *qn, 6, *topk));
+      step_.k = topk->rowElems;
+    }
+    KILN_RETURN_IF_ERROR(
+        width(7, *out, heads * m.valueDim, "heads x the value dim of kv_b"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *qn, 7, *out));
+    KILN_RETURN_IF_ERROR(distinct(7, 0));
+    return distinct(7, 1);
+  }
+
+  Status checkIndexer() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *q, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *w, buffer(1, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(2));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(5, fb::DType::I32));
+    int64_t k = step_.ints[0], heads = step_.ints[1];
+    if (k < 1 || heads < 1)
+      return fail("ints k ", k, " and heads ", heads, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *q, heads, "ints[1] heads"));
+    step_.heads = heads;
+    step_.headDim = q->rowElems / heads;
+    step_.k = k;
+    KILN_RETURN_IF_ERROR(width(1, *w, heads, "one weight per head"));
+    if (c->width() != step_.headDim)
+      return fail(argLabel(2), ": cache '", c->name()->str(), "' has width ",
+                  c->width(), ", expected ", step_.headDim,
+                  " (the query head dim)");
+    KILN_RETURN_IF_ERROR(width(5, *out, k, "ints[0] k"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *q, 1, *w));
+    KILN_RETURN_IF_ERROR(seqPos(3, 4, 0, *q));
+    return sameRows(0, *q, 5, *out);
+  }
+
+  Status checkGqa() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *q, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const fb::Cache *kc, cache(1));
+    KILN_ASSIGN_OR_RETURN(const fb::Cache *vc, cache(2));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(5, fb::DType::F32));
+    int64_t qHeads = step_.ints[0];
+    if (qHeads < 1)
+      return fail("ints[0] q_heads ", qHeads, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *q, qHeads, "ints[0] q_heads"));
+    int64_t d = q->rowElems / qHeads;
+    if (kc->width() % d != 0 || qHeads % (kc->width() / d) != 0)
+      return fail(argLabel(1), ": cache '", kc->name()->str(), "' has width ",
+                  kc->width(), ", expected kv_heads x ", d,
+                  " (the head dim) with kv_heads dividing ", qHeads);
+    int64_t kvHeads = kc->width() / d;
+    if (vc->width() % kvHeads != 0)
+      return fail(argLabel(2), ": cache '", vc->name()->str(), "' has width ",
+                  vc->width(), ", expected a multiple of the ", kvHeads,
+                  " kv heads");
+    step_.heads = qHeads;
+    step_.headDim = d;
+    step_.kvHeads = kvHeads;
+    step_.valueDim = vc->width() / kvHeads;
+    KILN_RETURN_IF_ERROR(
+        width(5, *out, qHeads * step_.valueDim, "q_heads x the value dim"));
+    KILN_RETURN_IF_ERROR(seqPos(3, 4, 0, *q));
+    KILN_RETURN_IF_ERROR(sameRows(0, *q, 5, *out));
+    return distinct(5, 0);
+  }
+
+  Status checkMoe() {
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *router, matrix(1));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *bias, vector(2));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *gate, stack(3));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *up, stack(4));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *down, stack(5));
+    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(9, fb::DType::F32));
+    const int64_t h = router->view.cols, e = router->view.rows;
+    const int64_t i = gate->view.rows;
+    KILN_RETURN_IF_ERROR(width(0, *x, h, "the router's K (hidden size)"));
+    KILN_RETURN_IF_ERROR(width(9, *out, h, "the hidden size"));
+    KILN_RETURN_IF_ERROR(sameRows(0, *x, 9, *out));
+    KILN_RETURN_IF_ERROR(distinct(9, 0));
+    if (bias->length() != e)
+      return fail(argLabel(2), ": bias '", bias->name, "' has length ",
+                  bias->length(), ", expected ", e, " (the router's experts)");
+    auto expectStack = [&](size_t a, const BoundWeight *w, int64_t n,
+                           int64_t k) -> Status {
+      if (w->view.count != e || w->view.rows != n || w->view.cols != k)
+        return fail(argLabel(a), ": '", w->name, "' is [", w->view.count, ", ",
+                    w->view.rows, ", ", w->view.cols, "], expected [", e, ", ",
+                    n, ", ", k, "]");
+      return Status::ok();
+    };
+    KILN_RETURN_IF_ERROR(expectStack(3, gate, i, h));
+    KILN_RETURN_IF_ERROR(expectStack(4, up, i, h));
+    KILN_RETURN_IF_ERROR(expectStack(5, down, h, i));
+    int present = 0;
+    for (size_t a = 6; a <= 8; ++a)
+      present += !isNone(a);
+    if (present != 0 && present != 3)
+      return fail("args[6..8]: the shared expert needs all of shared_gate, "
+                  "shared_up and shared_down, or none");
+    if (present == 3) {
+      KILN_ASSIGN_OR_RETURN(const BoundWeight *sg, matrix(6));
+      KILN_ASSIGN_OR_RETURN(const BoundWeight *su, matrix(7));
+      KILN_ASSIGN_OR_RETURN(const BoundWeight *sd, matrix(8));
+      const int64_t is = sg->view.rows;
+      auto expectMatrix = [&](size_t a, const BoundWeight *w, int64_t n,
+                              int64_t k) -> Status {
+        if (w->view.rows != n || w->view.cols != k)
+          return fail(argLabel(a), ": '", w->name, "' is [", w->view.rows, ", ",
+                      w->view.cols, "], expected [", n, ", ", k, "]");
+        return Status::ok();
+      };
+      KILN_RETURN_IF_ERROR(expectMatrix(6, sg, is, h));
+      KILN_RETURN_IF_ERROR(expectMatrix(7, su, is, h));
+      KILN_RETURN_IF_ERROR(expectMatrix(8, sd, h, is));
+    }
+    cpu::MoeParams &p = step_.moe;
+    p.numExperts = e;
+    p.topK = step_.ints[0];
+    p.nGroup = step_.ints[1];
+    p.topkGroup = step_.ints[2];
+    p.normTopkProb = step_.ints[3] != 0;
+    p.blockSize = step_.ints[4];
+    p.routedScalingFactor = step_.floats[0];
+    if (p.topK < 1 || p.topK > e)
+      return fail("ints[0] top_k ", p.topK, ", expected 1 to ", e);
+    if (p.nGroup < 1 || e % p.nGroup != 0 || p.topkGroup < 1 ||
+        p.topkGroup > p.nGroup)
+      return fail("ints[1..2] n_group ", p.nGroup, " topk_group ", p.topkGroup,
+                  ", expected n_group dividing ", e,
+                  " and 1 <= topk_group <= n_group");
+    if (step_.ints[3] != 0 && step_.ints[3] != 1)
+      return fail("ints[3] norm_topk_prob ", step_.ints[3],
+                  ", expected 0 or 1");
+    if (p.blockSize < 1 || p.blockSize > 4096)
+      return fail("ints[4] block_size ", p.blockSize, ", expected 1 to 4096");
+    return Status::ok();
+  }
+
+  const fb::Artifact &meta_;
+  const fb::Plan &plan_;
+  PlanRunner &r_;
+  std::string prefix_;
+  Step step_;
+  std::vector<const char *> names_;
+};
+
+Result<std::unique_ptr<PlanRunner>>
+PlanRunner::create(const fb::Artifact &meta, uint32_t index,
+                   const ExecContext &context) {
+  std::unique_ptr<PlanRunner> runner(new PlanRunner());
+  const fb::Plan &plan = *meta.plans()->Get(index);
+  runner->name_ = plan.name()->str();
+  runner->ctx_ = context;
+  PlanValidator validator(meta, plan, *runner);
+  KILN_RETURN_IF_ERROR(validator.run());
+  return runner;
+}
+
+} // namespace kiln::engine

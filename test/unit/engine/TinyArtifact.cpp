@@ -1,0 +1,220 @@
+//===- TinyArtifact.cpp - Hand-built artifacts for the engine tests -------===//
+
+#include "test/unit/engine/TinyArtifact.h"
+
+#include "runtime/artifact/ArtifactWriter.h"
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <unistd.h>
+
+namespace kiln::engine::test {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+std::vector<float> pseudoRandom(size_t n, uint32_t seed, float scale) {
+  std::vector<float> out(n);
+  uint32_t x = 2463534242u ^ (seed * 0x9E3779B9u);
+  for (float &v : out) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    v = scale * (float(x % 20000) / 10000.0f - 1.0f);
+  }
+  return out;
+}
+
+TinyWeight f32Weight(const std::string &name, std::vector<int64_t> shape,
+                     const std::vector<float> &values) {
+  TinyWeight w;
+  w.name = name;
+  w.shape = std::move(shape);
+  w.data.resize(values.size() * 4);
+  std::memcpy(w.data.data(), values.data(), w.data.size());
+  return w;
+}
+
+std::vector<TinyBuffer> standardInputs() {
+  return {{"token_ids", fb::DType::I32, fb::Rows::Tokens, {}},
+          {"seq_ids", fb::DType::I32, fb::Rows::Tokens, {}},
+          {"positions", fb::DType::I32, fb::Rows::Tokens, {}},
+          {"logit_rows", fb::DType::I32, fb::Rows::Selected, {}}};
+}
+
+namespace {
+
+void addStandardWeights(TinyModel &m) {
+  m.weights.push_back(
+      f32Weight("embed", {m.vocab, m.hidden},
+                pseudoRandom(size_t(m.vocab * m.hidden), 1)));
+  std::vector<float> norm = pseudoRandom(size_t(m.hidden), 2, 0.5f);
+  for (float &v : norm)
+    v += 1.0f;
+  m.weights.push_back(f32Weight("norm", {m.hidden}, norm));
+  m.weights.push_back(
+      f32Weight("lm_head", {m.vocab, m.hidden},
+                pseudoRandom(size_t(m.vocab * m.hidden), 3)));
+}
+
+} // namespace
+
+TinyModel simpleModel(const std::vector<std::string> &plans) {
+  TinyModel m;
+  addStandardWeights(m);
+  for (const std::string &name : plans) {
+    TinyPlan p;
+    p.name = name;
+    p.buffers = standardInputs();
+    p.buffers.push_back({"h", fb::DType::F32, fb::Rows::Tokens, {8}});      // 4
+    p.buffers.push_back({"hidden", fb::DType::F32, fb::Rows::Tokens, {8}}); // 5
+    p.buffers.push_back({"sel", fb::DType::F32, fb::Rows::Selected, {8}});  // 6
+    p.buffers.push_back(
+        {"logits", fb::DType::F32, fb::Rows::Selected, {16}}); // 7
+    p.inputs = {0, 1, 2, 3};
+    p.outputs = {7, 5};
+    p.dispatches = {
+        {"embedding", {B(0), W(kEmbed), B(4)}, {}, {}, "embed"},
+        {"rms_norm", {B(4), W(kNorm), B(5)}, {}, {1e-5f}, "norm"},
+        {"take_rows", {B(5), B(3), B(6)}, {}, {}, "select"},
+        {"matmul", {B(6), W(kLmHead), B(7)}, {}, {}, "lm_head"},
+    };
+    m.plans.push_back(std::move(p));
+  }
+  return m;
+}
+
+TinyModel attentionModel(const std::vector<std::string> &plans) {
+  TinyModel m;
+  addStandardWeights(m);
+  m.caches = {{"layers.0.k", 8, fb::DType::F32, "main"},
+              {"layers.0.v", 8, fb::DType::F32, "main"}};
+  for (const std::string &name : plans) {
+    TinyPlan p;
+    p.name = name;
+    p.buffers = standardInputs();
+    p.buffers.push_back({"h", fb::DType::F32, fb::Rows::Tokens, {8}});    // 4
+    p.buffers.push_back({"n", fb::DType::F32, fb::Rows::Tokens, {2, 4}}); // 5
+    p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {2, 4}}); // 6
+    p.buffers.push_back({"r", fb::DType::F32, fb::Rows::Tokens, {8}});    // 7
+    p.buffers.push_back({"sel", fb::DType::F32, fb::Rows::Selected, {8}});
+    p.buffers.push_back(
+        {"logits", fb::DType::F32, fb::Rows::Selected, {16}}); // 9
+    p.buffers.push_back({"hidden", fb::DType::F32, fb::Rows::Tokens, {8}});
+    p.inputs = {0, 1, 2, 3};
+    p.outputs = {9, 10};
+    p.dispatches = {
+        {"embedding", {B(0), W(kEmbed), B(4)}, {}, {}, "embed"},
+        {"rms_norm", {B(4), W(kNorm), B(5)}, {}, {1e-5f}, "norm"},
+        {"kv_append", {C(0), B(1), B(2), B(5)}, {}, {}, "k"},
+        {"kv_append", {C(1), B(1), B(2), B(4)}, {}, {}, "v"},
+        {"gqa_attention", {B(5), C(0), C(1), B(1), B(2), B(6)}, {2}, {0.5f},
+         "attn"},
+        {"add", {B(5), B(6), B(7)}, {}, {}, "residual"},
+        {"rms_norm", {B(7), W(kNorm), B(10)}, {}, {1e-5f}, "final_norm"},
+        {"take_rows", {B(10), B(3), B(8)}, {}, {}, "select"},
+        {"matmul", {B(8), W(kLmHead), B(9)}, {}, {}, "lm_head"},
+    };
+    m.plans.push_back(std::move(p));
+  }
+  return m;
+}
+
+namespace {
+
+Offset<fb::Tokenizer> buildTokenizer(FlatBufferBuilder &fbb) {
+  std::vector<std::string> vocab = {"a", "b", "c", "ab", "Ġ", "Ġa", "d"};
+  vocab.resize(16);
+  std::vector<std::string> merges = {"a b", "Ġ a"};
+  const char *specials[] = {"[gMASK]",         "<sop>",  "<|system|>",
+                            "<|user|>",        "<|assistant|>",
+                            "<|observation|>", "<think>", "</think>",
+                            "<|endoftext|>"};
+  std::vector<Offset<fb::AddedToken>> added;
+  for (int i = 0; i < 9; ++i)
+    added.push_back(fb::CreateAddedTokenDirect(fbb, 7 + i, specials[i], true));
+  auto v = fbb.CreateVectorOfStrings(vocab);
+  auto mg = fbb.CreateVectorOfStrings(merges);
+  auto pattern = fbb.CreateString("\\S+|\\s+");
+  auto behavior = fbb.CreateString("Isolated");
+  auto a = fbb.CreateVector(added);
+  return fb::CreateTokenizer(fbb, v, mg, pattern, behavior, false, false, a);
+}
+
+} // namespace
+
+Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
+  KILN_ASSIGN_OR_RETURN(auto writer, artifact::ArtifactWriter::create(path));
+  std::vector<fb::Extent> data, scales;
+  for (const TinyWeight &w : model.weights) {
+    KILN_ASSIGN_OR_RETURN(fb::Extent d,
+                          writer->writeSegment(w.data.data(), w.data.size()));
+    data.push_back(d);
+    fb::Extent s{};
+    if (!w.scales.empty()) {
+      KILN_ASSIGN_OR_RETURN(
+          s, writer->writeSegment(w.scales.data(), w.scales.size()));
+    }
+    scales.push_back(s);
+  }
+
+  FlatBufferBuilder fbb;
+  std::vector<Offset<fb::Weight>> weights;
+  for (size_t i = 0; i < model.weights.size(); ++i) {
+    const TinyWeight &w = model.weights[i];
+    weights.push_back(fb::CreateWeightDirect(
+        fbb, w.name.c_str(), w.layout, w.dtype, &w.shape, &data[i],
+        w.scales.empty() ? nullptr : &scales[i], "test"));
+  }
+  std::vector<Offset<fb::Cache>> caches;
+  for (const TinyCache &c : model.caches)
+    caches.push_back(fb::CreateCacheDirect(fbb, c.name.c_str(), c.width,
+                                           c.dtype, c.plan.c_str()));
+  std::map<std::string, uint32_t> kernelIndex;
+  std::vector<Offset<fb::Kernel>> kernels;
+  std::vector<Offset<fb::Plan>> plans;
+  for (const TinyPlan &p : model.plans) {
+    std::vector<Offset<fb::Buffer>> buffers;
+    for (const TinyBuffer &b : p.buffers)
+      buffers.push_back(fb::CreateBufferDirect(fbb, b.name.c_str(), b.dtype,
+                                               b.rows, &b.rowShape));
+    std::vector<Offset<fb::Dispatch>> dispatches;
+    for (const TinyDispatch &d : p.dispatches) {
+      auto [it, inserted] =
+          kernelIndex.emplace(d.kernel, uint32_t(kernels.size()));
+      if (inserted)
+        kernels.push_back(fb::CreateKernelDirect(fbb, d.kernel.c_str()));
+      dispatches.push_back(fb::CreateDispatchDirect(
+          fbb, it->second, &d.args, &d.ints, &d.floats, d.location.c_str()));
+    }
+    plans.push_back(fb::CreatePlanDirect(fbb, p.name.c_str(), &buffers,
+                                         &p.inputs, &p.outputs, &dispatches));
+  }
+  auto config = fb::CreateModelConfigDirect(
+      fbb, "glm_moe_dsa", "{}", model.hidden, model.vocab, 1,
+      model.maxPositions, &model.eos, model.eos.empty() ? 0 : model.eos[0], 0,
+      0);
+  Offset<fb::Tokenizer> tokenizer =
+      model.withTokenizer ? buildTokenizer(fbb) : Offset<fb::Tokenizer>();
+  std::vector<Offset<flatbuffers::String>> files;
+  for (const std::string &name : writer->fileNames())
+    files.push_back(fbb.CreateString(name));
+  std::vector<Offset<flatbuffers::String>> targets = {
+      fbb.CreateString("x86_64")};
+  fbb.Finish(fb::CreateArtifactDirect(fbb, "engine-test", &targets, &files,
+                                      config, tokenizer, &weights, &caches,
+                                      &kernels, nullptr, &plans),
+             fb::ArtifactIdentifier());
+  return writer->finish(fbb);
+}
+
+std::string tempPath(const std::string &name) {
+  static std::atomic<int> counter{0};
+  const char *dir = std::getenv("TEST_TMPDIR");
+  std::string base = dir && *dir ? dir : "/tmp";
+  return base + "/kiln-engine-" + std::to_string(::getpid()) + "-" +
+         std::to_string(counter++) + "-" + name;
+}
+
+} // namespace kiln::engine::test

@@ -1,0 +1,113 @@
+//===- TinyArtifact.h - Hand-built artifacts for the engine tests -*- C++ -*-=//
+//
+// A TinyModel describes an artifact in plain structs (weights as bytes,
+// caches, plans with buffers and dispatches naming kernels by string) and
+// writeTinyArtifact() turns it into a .kiln file with ArtifactWriter. The
+// kernel table gets one entry per distinct kernel name, so a test can name
+// a kernel the runtime does not know.
+//
+// simpleModel(): vocab 16, hidden 8, one plan per name in `plans`:
+//   embedding -> rms_norm -> take_rows -> matmul (lm_head)
+// attentionModel(): the same with a two-head GQA layer over K/V caches:
+//   h = embed(ids); n = rms_norm(h); append k = n, v = h;
+//   a = gqa(n as [2, 4]); r = n + a; f = rms_norm(r); logits = lm_head(f)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TEST_UNIT_ENGINE_TINYARTIFACT_H
+#define KILN_TEST_UNIT_ENGINE_TINYARTIFACT_H
+
+#include "runtime/artifact/kiln_artifact_generated.h"
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::engine::test {
+
+struct TinyWeight {
+  std::string name;
+  fb::WeightLayout layout = fb::WeightLayout::Dense;
+  fb::DType dtype = fb::DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data, scales;
+};
+
+struct TinyCache {
+  std::string name;
+  int64_t width = 0;
+  fb::DType dtype = fb::DType::F32;
+  std::string plan = "main";
+};
+
+struct TinyBuffer {
+  std::string name;
+  fb::DType dtype = fb::DType::F32;
+  fb::Rows rows = fb::Rows::Tokens;
+  std::vector<int64_t> rowShape;
+};
+
+struct TinyDispatch {
+  std::string kernel;
+  std::vector<fb::Arg> args;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::string location;
+};
+
+struct TinyPlan {
+  std::string name;
+  std::vector<TinyBuffer> buffers;
+  std::vector<uint32_t> inputs, outputs;
+  std::vector<TinyDispatch> dispatches;
+};
+
+struct TinyModel {
+  int64_t hidden = 8;
+  int64_t vocab = 16;
+  int64_t maxPositions = 64;
+  std::vector<int32_t> eos = {15};
+  bool withTokenizer = true;
+  std::vector<TinyWeight> weights;
+  std::vector<TinyCache> caches;
+  std::vector<TinyPlan> plans;
+};
+
+inline fb::Arg B(uint32_t i) { return fb::Arg(fb::ArgKind::Buffer, i); }
+inline fb::Arg W(uint32_t i) { return fb::Arg(fb::ArgKind::Weight, i); }
+inline fb::Arg C(uint32_t i) { return fb::Arg(fb::ArgKind::Cache, i); }
+inline fb::Arg None() { return fb::Arg(fb::ArgKind::None, 0); }
+
+/// Deterministic values in [-scale, scale).
+std::vector<float> pseudoRandom(size_t n, uint32_t seed, float scale = 1.0f);
+
+/// A Dense F32 weight.
+TinyWeight f32Weight(const std::string &name, std::vector<int64_t> shape,
+                     const std::vector<float> &values);
+
+/// Weight indices of simpleModel() and attentionModel().
+enum : uint32_t { kEmbed = 0, kNorm = 1, kLmHead = 2 };
+
+TinyModel simpleModel(const std::vector<std::string> &plans = {"prefill"});
+TinyModel attentionModel(const std::vector<std::string> &plans = {"prefill",
+                                                                  "decode"});
+
+/// The four standard inputs (buffers 0..3) every tiny plan starts with.
+std::vector<TinyBuffer> standardInputs();
+
+/// The tokenizer: ids 0..6 "a" "b" "c" "ab" "Ġ" "Ġa" "d", 7..15 the GLM
+/// chat tokens ([gMASK] <sop> <|system|> <|user|> <|assistant|>
+/// <|observation|> <think> </think> <|endoftext|>).
+inline constexpr int32_t kEndOfText = 15;
+inline constexpr int32_t kUser = 10;
+inline constexpr int32_t kObservation = 12;
+
+Status writeTinyArtifact(const std::string &path, const TinyModel &model);
+
+/// A fresh path under the test temp dir.
+std::string tempPath(const std::string &name);
+
+} // namespace kiln::engine::test
+
+#endif // KILN_TEST_UNIT_ENGINE_TINYARTIFACT_H

@@ -1,0 +1,329 @@
+//===- kiln-bench.cpp - Throughput and bandwidth of a Kiln artifact -------===//
+//
+//   kiln-bench model.kiln [--threads 1,2] [--batch 1,4] [--prompt-tokens 128]
+//              [--decode-tokens 32] [--membw] [--results FILE] [--label TEXT]
+//   kiln-bench --membw [--threads 1,2]
+//
+// Prefill tok/s (one sequence, --prompt-tokens), decode time per step and
+// tok/s at each batch size (each sequence with a --prompt-tokens context),
+// and the achieved weight bandwidth: the bytes of weights one decode step
+// reads (WeightTraffic.h) over its time. `--membw` measures this machine's
+// copy bandwidth in the same run (STREAM convention: 2 x bytes copied per
+// second), so the two can be compared. Each row is also appended, as a
+// Markdown table row, to --results (default bench/RESULTS.md when it exists).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/engine/Model.h"
+#include "tools/kiln-bench/WeightTraffic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+struct Options {
+  std::string model;
+  std::vector<int> threads{1};
+  std::vector<int64_t> batches{1};
+  int64_t promptTokens = 128;
+  int64_t decodeTokens = 32;
+  bool membw = false;
+  std::string results;
+  std::string label;
+  std::string command;
+};
+
+[[noreturn]] void usage(const std::string &message) {
+  std::fprintf(stderr,
+               "kiln-bench: %s\nusage: kiln-bench MODEL.kiln [--threads N,...] "
+               "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
+               "[--membw] [--results FILE] [--label TEXT]\n       kiln-bench "
+               "--membw [--threads N,...]\n",
+               message.c_str());
+  std::exit(2);
+}
+
+template <typename T>
+std::vector<T> parseList(const std::string &flag, const std::string &value,
+                         T min, T max) {
+  std::vector<T> out;
+  std::stringstream ss(value);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char *end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end || v < min || v > max)
+      usage(flag + " takes integers in [" + std::to_string(min) + ", " +
+            std::to_string(max) + "], found '" + item + "'");
+    out.push_back(T(v));
+  }
+  if (out.empty())
+    usage(flag + " needs a value");
+  return out;
+}
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for (int i = 0; i < argc; ++i)
+    o.command += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--threads")
+      o.threads = parseList<int>(a, value(), 1, 256);
+    else if (a == "--batch")
+      o.batches = parseList<int64_t>(a, value(), 1, 256);
+    else if (a == "--prompt-tokens")
+      o.promptTokens = parseList<int64_t>(a, value(), 1, 1 << 20)[0];
+    else if (a == "--decode-tokens")
+      o.decodeTokens = parseList<int64_t>(a, value(), 1, 1 << 16)[0];
+    else if (a == "--membw")
+      o.membw = true;
+    else if (a == "--results")
+      o.results = value();
+    else if (a == "--label")
+      o.label = value();
+    else if (!a.empty() && a[0] == '-')
+      usage("unknown option '" + a + "'");
+    else if (o.model.empty())
+      o.model = a;
+    else
+      usage("one model only, found a second: '" + a + "'");
+  }
+  if (o.model.empty() && !o.membw)
+    usage("no model given");
+  if (o.results.empty()) {
+    std::ifstream probe("bench/RESULTS.md");
+    if (probe)
+      o.results = "bench/RESULTS.md";
+  }
+  return o;
+}
+
+std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0)
+      return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+/// STREAM-style copy bandwidth over 1 GiB with `threads` threads.
+double copyBandwidth(int threads) {
+  const size_t bytes = size_t(1) << 30;
+  std::unique_ptr<char[]> src(new char[bytes]), dst(new char[bytes]);
+  cpu::ThreadPool pool(threads);
+  auto pass = [&] {
+    pool.parallelFor(
+        int64_t(bytes),
+        [&](int64_t b, int64_t e, int) {
+          std::memcpy(dst.get() + b, src.get() + b, size_t(e - b));
+        },
+        int64_t(1) << 20);
+  };
+  std::memset(src.get(), 1, bytes); // fault in
+  pass();
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    double t0 = now();
+    pass();
+    best = std::max(best, 2.0 * double(bytes) / (now() - t0));
+  }
+  return best / 1e9;
+}
+
+struct Row {
+  std::string what;
+  int threads;
+  int64_t batch;
+  double tokPerSec, msPerStep, gbPerSec, membw;
+};
+
+void appendResults(const Options &o, const std::vector<Row> &rows) {
+  if (o.results.empty())
+    return;
+  std::ofstream out(o.results, std::ios::app);
+  if (!out) {
+    std::fprintf(stderr, "kiln-bench: cannot append to %s\n",
+                 o.results.c_str());
+    return;
+  }
+  out << "\n### " << today() << " kiln-bench" << (o.label.empty() ? "" : " — ")
+      << o.label << "\n\nCommand: `" << o.command
+      << "`  \nMachine: " << cpuName()
+      << "\n\n| what | threads | batch | tok/s | ms/step | weight GB/s | copy "
+         "GB/s "
+         "| fraction |\n|---|---|---|---|---|---|---|---|\n";
+  char line[256];
+  for (const Row &r : rows) {
+    std::snprintf(
+        line, sizeof(line),
+        "| %s | %d | %lld | %.1f | %.2f | %.2f | %.2f | %s |\n", r.what.c_str(),
+        r.threads, (long long)r.batch, r.tokPerSec, r.msPerStep, r.gbPerSec,
+        r.membw,
+        r.gbPerSec > 0 && r.membw > 0
+            ? (std::to_string(int(100 * r.gbPerSec / r.membw)) + "%").c_str()
+            : "");
+    out << line;
+  }
+}
+
+/// Runs `plan` for `tokens` rows of `seqs` at `positions`; logits of the
+/// last row of each sequence.
+Status step(engine::Model &model, const char *plan,
+            const std::vector<int32_t> &ids, const std::vector<int32_t> &seqs,
+            const std::vector<int32_t> &positions,
+            const std::vector<int32_t> &rows) {
+  engine::PlanInputs in;
+  in.tokenIds = ids.data();
+  in.seqIds = seqs.data();
+  in.positions = positions.data();
+  in.tokens = int64_t(ids.size());
+  in.logitRows = rows.data();
+  in.logitCount = int64_t(rows.size());
+  auto out = model.run(plan, in);
+  return out.isOk() ? Status::ok() : out.status();
+}
+
+int fail(const Status &s) {
+  std::fprintf(stderr, "kiln-bench: %s\n", s.message().c_str());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parse(argc, argv);
+  std::vector<Row> rows;
+  for (int threads : o.threads) {
+    double membw = o.membw ? copyBandwidth(threads) : 0;
+    if (o.membw)
+      std::printf("copy bandwidth, %d thread(s): %.2f GB/s\n", threads, membw);
+    if (o.model.empty()) {
+      rows.push_back({"copy (memcpy 1 GiB)", threads, 0, 0, 0, 0, membw});
+      continue;
+    }
+    engine::LoadOptions lo;
+    lo.threads = threads;
+    auto loaded = engine::Model::load(o.model, lo);
+    if (!loaded.isOk())
+      return fail(loaded.status());
+    engine::Model &model = **loaded;
+    const int64_t vocab = model.info().vocabSize;
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
+
+    // Prefill: one sequence of --prompt-tokens.
+    {
+      auto seq = model.openSequence();
+      if (!seq.isOk())
+        return fail(seq.status());
+      const size_t n = static_cast<size_t>(o.promptTokens);
+      std::vector<int32_t> ids(n), seqs(n, *seq), pos(n);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        ids[i] = token(rng);
+        pos[i] = int32_t(i);
+      }
+      double t0 = now();
+      Status s = step(model, engine::kPrefillPlan, ids, seqs, pos,
+                      {int32_t(ids.size() - 1)});
+      if (!s.isOk())
+        return fail(s);
+      double dt = now() - t0;
+      model.closeSequence(*seq);
+      rows.push_back({"prefill " + std::to_string(o.promptTokens) + " tokens",
+                      threads, 1, double(o.promptTokens) / dt, dt * 1e3, 0,
+                      membw});
+      std::printf("prefill %lld tokens, %d thread(s): %.1f tok/s\n",
+                  (long long)o.promptTokens, threads,
+                  double(o.promptTokens) / dt);
+    }
+    // Decode at each batch size.
+    for (int64_t batch : o.batches) {
+      std::vector<int32_t> seqIds;
+      for (int64_t b = 0; b < batch; ++b) {
+        auto seq = model.openSequence();
+        if (!seq.isOk())
+          return fail(seq.status());
+        seqIds.push_back(*seq);
+        const size_t n = static_cast<size_t>(o.promptTokens);
+        std::vector<int32_t> ids(n), seqs(n, *seq), pos(n);
+        for (size_t i = 0; i < ids.size(); ++i) {
+          ids[i] = token(rng);
+          pos[i] = int32_t(i);
+        }
+        Status s = step(model, engine::kPrefillPlan, ids, seqs, pos,
+                        {int32_t(ids.size() - 1)});
+        if (!s.isOk())
+          return fail(s);
+      }
+      const size_t b0 = static_cast<size_t>(batch);
+      std::vector<int32_t> ids(b0), pos(b0), logitRows(b0);
+      for (int64_t b = 0; b < batch; ++b)
+        logitRows[size_t(b)] = int32_t(b);
+      double best = 1e30, total = 0;
+      for (int64_t t = 0; t < o.decodeTokens; ++t) {
+        for (int64_t b = 0; b < batch; ++b) {
+          ids[size_t(b)] = token(rng);
+          pos[size_t(b)] = int32_t(o.promptTokens + t);
+        }
+        double t0 = now();
+        Status s =
+            step(model, engine::kDecodePlan, ids, seqIds, pos, logitRows);
+        if (!s.isOk())
+          return fail(s);
+        double dt = now() - t0;
+        best = std::min(best, dt);
+        total += dt;
+      }
+      for (int32_t s : seqIds)
+        model.closeSequence(s);
+      double mean = total / double(o.decodeTokens);
+      const fb::Plan *plan = model.artifact().findPlan(engine::kDecodePlan);
+      double bytes = bench::planWeightBytes(model.artifact(), *plan, batch);
+      double gbps = bytes / mean / 1e9;
+      rows.push_back({"decode", threads, batch, double(batch) / mean,
+                      mean * 1e3, gbps, membw});
+      std::printf("decode batch %lld, %d thread(s): %.2f ms/step (best %.2f), "
+                  "%.1f tok/s, weights %.3f GB/step -> %.2f GB/s%s\n",
+                  (long long)batch, threads, mean * 1e3, best * 1e3,
+                  double(batch) / mean, bytes / 1e9, gbps,
+                  membw > 0 ? (" (" + std::to_string(int(100 * gbps / membw)) +
+                               "% of copy bandwidth)")
+                                  .c_str()
+                            : "");
+    }
+  }
+  appendResults(o, rows);
+  return 0;
+}

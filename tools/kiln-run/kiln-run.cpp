@@ -1,0 +1,484 @@
+//===- kiln-run.cpp - Run a Kiln artifact: generate or score text ---------===//
+//
+//   kiln-run model.kiln -p "def main():" -n 64
+//   kiln-run model.kiln --prompt-file chat.txt --chat --temp 0.7 --top-p 0.95
+//   kiln-run model.kiln --perplexity eval.txt --ctx 256 --output-format=json
+//
+// Text mode streams the generated text to stdout and prints time to first
+// token, prefill and decode speeds to stderr. JSON mode prints one object.
+// Usage errors exit 2; load and run errors print `kiln-run: <message>` and
+// exit 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/engine/Generator.h"
+#include "runtime/engine/Model.h"
+#include "runtime/support/Npy.h"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+using namespace kiln::engine;
+
+namespace {
+
+constexpr int64_t kMaxNewTokens = int64_t(1) << 20;
+constexpr int64_t kDefaultMaxPromptTokens = 32768;
+constexpr int64_t kMaxThreads = 1024;
+
+const char *kUsage = R"(usage: kiln-run MODEL.kiln (-p TEXT | --prompt-file FILE | --prompt-ids IDS) [options]
+       kiln-run MODEL.kiln --perplexity FILE [--ctx N] [options]
+
+Generation:
+  -p, --prompt TEXT         the prompt
+  --prompt-file FILE        read the prompt from FILE
+  --prompt-ids IDS          the prompt as comma-separated token ids
+  -n N                      tokens to generate (default 128)
+  --chat                    lay the prompt out as a GLM chat user turn plus
+                            the generation prompt
+  --system TEXT             with --chat: a system turn before the user turn
+  --no-think                with --chat: disable thinking (<think></think>)
+  --temp T                  sampling temperature (default 0: greedy)
+  --top-k K                 keep the K most likely tokens (default 0: off)
+  --top-p P                 nucleus sampling mass (default 1: off)
+  --seed S                  sampler seed (default 0)
+  --ignore-eos              keep generating through stop tokens
+  --max-prompt-tokens N     reject longer prompts (default 32768)
+  --prefill-chunk N         prompt tokens per prefill run (default 512)
+  --dump-logits PATH.npy    write the float32 logits [V] of the last prompt
+                            position
+  --spec K                  speculative decoding drafts per round (only 0
+                            is supported so far)
+Perplexity:
+  --perplexity FILE         score FILE in non-overlapping windows (text, or
+                            token ids in a 1-D int32/int64 .npy)
+  --ctx N                   tokens per window (default 256)
+Common:
+  --threads N               kernel threads (default: all hardware threads)
+  --output-format FORMAT    text (default) or json
+  --no-verify               skip the segment checksums at load
+  -h, --help                this help
+)";
+
+struct Options {
+  std::string model;
+  std::string prompt;
+  bool hasPrompt = false;
+  std::string promptFile;
+  std::string promptIds;
+  int64_t n = 128;
+  bool chat = false;
+  std::string system;
+  bool noThink = false;
+  SamplingParams sampling;
+  int64_t threads = 0;
+  bool json = false;
+  std::string dumpLogits;
+  std::string perplexityFile;
+  int64_t ctx = 256;
+  bool ignoreEos = false;
+  int64_t maxPromptTokens = kDefaultMaxPromptTokens;
+  int64_t prefillChunk = kDefaultPrefillChunk;
+  int64_t spec = 0;
+  bool verify = true;
+};
+
+/// A usage error: message to stderr, exit 2.
+struct UsageError {
+  std::string message;
+};
+
+int64_t parseInt(const std::string &flag, const std::string &value,
+                 int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const char *end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end)
+    throw UsageError{flag + ": '" + value + "' is not an integer"};
+  if (v < lo || v > hi)
+    throw UsageError{flag + ": " + value + " is out of range, expected " +
+                     std::to_string(lo) + " to " + std::to_string(hi)};
+  return v;
+}
+
+uint64_t parseSeed(const std::string &flag, const std::string &value) {
+  uint64_t v = 0;
+  const char *end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end)
+    throw UsageError{flag + ": '" + value +
+                     "' is not a non-negative integer"};
+  return v;
+}
+
+float parseFloat(const std::string &flag, const std::string &value) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || errno != 0 ||
+      !std::isfinite(v))
+    throw UsageError{flag + ": '" + value + "' is not a finite number"};
+  return float(v);
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    bool hasInline = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        hasInline = true;
+      }
+    }
+    auto next = [&]() -> std::string {
+      if (hasInline)
+        return value;
+      if (i + 1 >= args.size())
+        throw UsageError{arg + " needs a value"};
+      return args[++i];
+    };
+    auto flag = [&]() {
+      if (hasInline)
+        throw UsageError{arg + " takes no value"};
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "-p" || arg == "--prompt") {
+      o.prompt = next();
+      o.hasPrompt = true;
+    } else if (arg == "--prompt-file") {
+      o.promptFile = next();
+    } else if (arg == "--prompt-ids") {
+      o.promptIds = next();
+    } else if (arg == "-n" || arg == "--n-predict") {
+      o.n = parseInt(arg, next(), 0, kMaxNewTokens);
+    } else if (arg == "--chat") {
+      flag();
+      o.chat = true;
+    } else if (arg == "--system") {
+      o.system = next();
+    } else if (arg == "--no-think") {
+      flag();
+      o.noThink = true;
+    } else if (arg == "--temp" || arg == "--temperature") {
+      o.sampling.temperature = parseFloat(arg, next());
+      if (o.sampling.temperature < 0)
+        throw UsageError{arg + ": " + std::to_string(o.sampling.temperature) +
+                         " is negative, expected >= 0 (0 = greedy)"};
+    } else if (arg == "--top-k") {
+      o.sampling.topK = parseInt(arg, next(), 0, int64_t(1) << 31);
+    } else if (arg == "--top-p") {
+      o.sampling.topP = parseFloat(arg, next());
+      if (!(o.sampling.topP > 0 && o.sampling.topP <= 1))
+        throw UsageError{arg + ": expected a value in (0, 1]"};
+    } else if (arg == "--seed") {
+      o.sampling.seed = parseSeed(arg, next());
+    } else if (arg == "--threads" || arg == "-t") {
+      o.threads = parseInt(arg, next(), 0, kMaxThreads);
+    } else if (arg == "--output-format") {
+      std::string f = next();
+      if (f != "text" && f != "json")
+        throw UsageError{"--output-format: '" + f +
+                         "', expected text or json"};
+      o.json = f == "json";
+    } else if (arg == "--dump-logits") {
+      o.dumpLogits = next();
+    } else if (arg == "--perplexity") {
+      o.perplexityFile = next();
+    } else if (arg == "--ctx") {
+      o.ctx = parseInt(arg, next(), 2, int64_t(1) << 24);
+    } else if (arg == "--ignore-eos") {
+      flag();
+      o.ignoreEos = true;
+    } else if (arg == "--max-prompt-tokens") {
+      o.maxPromptTokens = parseInt(arg, next(), 1, int64_t(1) << 24);
+    } else if (arg == "--prefill-chunk") {
+      o.prefillChunk = parseInt(arg, next(), 1, int64_t(1) << 16);
+    } else if (arg == "--spec") {
+      o.spec = parseInt(arg, next(), 0, 64);
+    } else if (arg == "--no-verify") {
+      flag();
+      o.verify = false;
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      throw UsageError{"unknown option '" + arg + "' (see --help)"};
+    } else if (o.model.empty()) {
+      o.model = arg;
+    } else {
+      throw UsageError{"unexpected argument '" + arg +
+                       "' (the model is already '" + o.model + "')"};
+    }
+  }
+  if (o.model.empty())
+    throw UsageError{"no model given"};
+  int sources = int(o.hasPrompt) + int(!o.promptFile.empty()) +
+                int(!o.promptIds.empty());
+  bool ppl = !o.perplexityFile.empty();
+  if (ppl && sources > 0)
+    throw UsageError{"--perplexity scores a file: it takes no prompt"};
+  if (!ppl && sources != 1)
+    throw UsageError{sources == 0 ? "no prompt: give -p, --prompt-file or "
+                                    "--prompt-ids (or --perplexity)"
+                                  : "give only one of -p, --prompt-file and "
+                                    "--prompt-ids"};
+  if (o.chat && !o.promptIds.empty())
+    throw UsageError{"--chat lays out text: it cannot wrap --prompt-ids"};
+  if (!o.chat && (!o.system.empty() || o.noThink))
+    throw UsageError{"--system and --no-think need --chat"};
+  if (o.spec != 0)
+    throw UsageError{"--spec " + std::to_string(o.spec) +
+                     ": speculative decoding is not available yet, only "
+                     "--spec 0 is accepted"};
+  return o;
+}
+
+struct RunError {
+  std::string message;
+};
+
+[[noreturn]] void fail(const Status &s) { throw RunError{s.message()}; }
+
+template <typename T> T orFail(Result<T> r) {
+  if (!r.isOk())
+    fail(r.status());
+  return std::move(r).value();
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw RunError{path + ": cannot open the file"};
+  std::ostringstream os;
+  os << in.rdbuf();
+  if (in.bad())
+    throw RunError{path + ": read error"};
+  return os.str();
+}
+
+std::vector<int32_t> parseIds(const std::string &text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t b = item.find_first_not_of(" \t\n");
+    size_t e = item.find_last_not_of(" \t\n");
+    if (b == std::string::npos)
+      throw UsageError{"--prompt-ids: empty entry in '" + text + "'"};
+    ids.push_back(int32_t(parseInt("--prompt-ids", item.substr(b, e - b + 1),
+                                   0, INT32_MAX)));
+  }
+  return ids;
+}
+
+const Tokenizer &needTokenizer(const Model &model) {
+  if (!model.tokenizer())
+    throw RunError{model.artifact().path() +
+                   ": the artifact has no tokenizer (use --prompt-ids)"};
+  return *model.tokenizer();
+}
+
+std::string jsonDump(const nlohmann::json &j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int runPerplexity(Model &model, const Options &o) {
+  std::vector<int32_t> ids;
+  const std::string &file = o.perplexityFile;
+  if (file.size() > 4 && file.compare(file.size() - 4, 4, ".npy") == 0) {
+    // Token ids already encoded: a 1-D int32 (or int64) array.
+    NpyArray a = orFail(readNpy(file));
+    if (a.shape.size() != 1)
+      throw RunError{file + ": expected a 1-D array of token ids"};
+    if (a.dtype == NpyDType::I32) {
+      ids = orFail(a.toVector<int32_t>());
+    } else if (a.dtype == NpyDType::I64) {
+      for (int64_t v : orFail(a.toVector<int64_t>())) {
+        if (v < 0 || v > INT32_MAX)
+          throw RunError{file + ": token id " + std::to_string(v) +
+                         " is out of range"};
+        ids.push_back(int32_t(v));
+      }
+    } else {
+      throw RunError{file + ": expected int32 or int64 token ids, found '" +
+                     npyDTypeDescr(a.dtype) + "'"};
+    }
+  } else {
+    const Tokenizer &tok = needTokenizer(model);
+    std::string text = readFile(file);
+    ids = orFail(tok.encode(text, /*parseSpecial=*/true));
+  }
+  int64_t maxPos = model.info().maxPositions;
+  if (maxPos > 0 && o.ctx > maxPos)
+    throw RunError{"--ctx " + std::to_string(o.ctx) +
+                   " exceeds the model's max_position_embeddings " +
+                   std::to_string(maxPos)};
+  PerplexityResult r =
+      orFail(perplexity(model, ids, o.ctx, o.prefillChunk));
+  if (o.json) {
+    nlohmann::json j = {{"ppl", r.ppl},         {"mean_nll", r.meanNll},
+                        {"tokens", r.tokens},   {"windows", r.windows},
+                        {"ctx", std::min<int64_t>(o.ctx, int64_t(ids.size()))},
+                        {"text_tokens", ids.size()}};
+    std::cout << jsonDump(j) << "\n";
+  } else {
+    std::printf("perplexity %.6f (mean NLL %.6f) over %lld tokens in %lld "
+                "windows of %lld\n",
+                r.ppl, r.meanNll, (long long)r.tokens, (long long)r.windows,
+                (long long)std::min<int64_t>(o.ctx, int64_t(ids.size())));
+  }
+  return 0;
+}
+
+int runGenerate(Model &model, const Options &o) {
+  std::vector<int32_t> prompt;
+  if (!o.promptIds.empty()) {
+    prompt = parseIds(o.promptIds);
+  } else {
+    const Tokenizer &tok = needTokenizer(model);
+    std::string text = o.hasPrompt ? o.prompt : readFile(o.promptFile);
+    if (o.chat) {
+      std::vector<ChatMessage> messages;
+      if (!o.system.empty())
+        messages.push_back({"system", o.system});
+      messages.push_back({"user", text});
+      prompt = orFail(tok.encodeChat(messages, /*addGenerationPrompt=*/true,
+                                     /*enableThinking=*/!o.noThink));
+    } else {
+      prompt = orFail(tok.encode(text, /*parseSpecial=*/true));
+    }
+  }
+  if (prompt.empty())
+    throw RunError{"the prompt is empty"};
+  if (int64_t(prompt.size()) > o.maxPromptTokens)
+    throw RunError{"the prompt has " + std::to_string(prompt.size()) +
+                   " tokens, more than --max-prompt-tokens " +
+                   std::to_string(o.maxPromptTokens)};
+  int64_t maxPos = model.info().maxPositions;
+  if (maxPos > 0 && int64_t(prompt.size()) + o.n > maxPos)
+    throw RunError{"the prompt (" + std::to_string(prompt.size()) +
+                   " tokens) + -n " + std::to_string(o.n) + " = " +
+                   std::to_string(int64_t(prompt.size()) + o.n) +
+                   " exceeds the model's max_position_embeddings " +
+                   std::to_string(maxPos)};
+
+  const Tokenizer *tok = model.tokenizer();
+  GenerateOptions g;
+  g.maxNewTokens = o.n;
+  g.sampling = o.sampling;
+  g.ignoreEos = o.ignoreEos;
+  g.prefillChunk = o.prefillChunk;
+  g.keepPromptLogits = !o.dumpLogits.empty();
+  std::vector<int32_t> stops =
+      tok ? tok->stopIds() : model.info().eosIds;
+  auto isStop = [&](int32_t id) {
+    return std::find(stops.begin(), stops.end(), id) != stops.end();
+  };
+  std::optional<StreamDecoder> stream;
+  if (!o.json && tok) {
+    stream.emplace(*tok);
+    g.onToken = [&](int32_t id) {
+      if (!o.ignoreEos && isStop(id))
+        return true;
+      Result<std::string> piece = stream->push(id);
+      if (piece.isOk()) {
+        std::fwrite(piece->data(), 1, piece->size(), stdout);
+        std::fflush(stdout);
+      }
+      return true;
+    };
+  }
+  GenerateResult r = orFail(generate(model, prompt, g));
+
+  if (!o.dumpLogits.empty()) {
+    Status s = writeNpyF32(o.dumpLogits, {int64_t(r.promptLogits.size())},
+                           r.promptLogits);
+    if (!s.isOk())
+      fail(s);
+  }
+  // The generated text, without a final stop token.
+  std::vector<int32_t> shown = r.tokens;
+  if (r.stop == StopReason::StopToken && !shown.empty())
+    shown.pop_back();
+  const GenerateStats &st = r.stats;
+  if (o.json) {
+    std::string text;
+    if (tok)
+      text = orFail(tok->decode(shown));
+    nlohmann::json stats = {{"ttft_s", st.ttftS},
+                            {"prefill_tok_s", st.prefillTokPerS},
+                            {"decode_tok_s", st.decodeTokPerS},
+                            {"prompt_tokens", st.promptTokens},
+                            {"generated_tokens", st.generatedTokens},
+                            {"threads", model.threads()}};
+    nlohmann::json j = {
+        {"prompt_ids", prompt},
+        {"ids", r.tokens},
+        {"text", text},
+        {"stop", r.stop == StopReason::StopToken ? "stop_token" : "length"},
+        {"stats", stats}};
+    std::cout << jsonDump(j) << "\n";
+  } else {
+    if (stream) {
+      std::string rest = stream->flush();
+      std::fwrite(rest.data(), 1, rest.size(), stdout);
+    } else {
+      for (int32_t id : r.tokens)
+        std::printf("%d ", id);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "kiln-run: %lld prompt tokens, %lld generated (%s), %d "
+                 "threads\n"
+                 "kiln-run: time to first token %.3f s\n"
+                 "kiln-run: prefill %.1f tok/s\n"
+                 "kiln-run: decode %.1f tok/s\n",
+                 (long long)st.promptTokens, (long long)st.generatedTokens,
+                 r.stop == StopReason::StopToken ? "stop token" : "length",
+                 model.threads(), st.ttftS, st.prefillTokPerS,
+                 st.decodeTokPerS);
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  try {
+    o = parseArgs(argc, argv);
+  } catch (const UsageError &e) {
+    std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
+    return 2;
+  }
+  try {
+    LoadOptions load;
+    load.threads = int(o.threads);
+    load.verifyChecksums = o.verify;
+    std::unique_ptr<Model> model = orFail(Model::load(o.model, load));
+    if (!o.perplexityFile.empty())
+      return runPerplexity(*model, o);
+    return runGenerate(*model, o);
+  } catch (const UsageError &e) {
+    std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
+    return 2;
+  } catch (const RunError &e) {
+    std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
+    return 1;
+  }
+}
