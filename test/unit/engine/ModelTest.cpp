@@ -345,20 +345,21 @@ TEST(PlanValidationTest, RejectsCacheWidthMismatch) {
                       "the width of cache 'layers.0.k'"});
 }
 
-TEST(PlanValidationTest, SplitConcatGeometryFromAnyOperand) {
+TEST(PlanValidationTest, SplitConcatGeometryFromTheDispatch) {
   // x [T, 2, 4] split on axis 2 into [T, 2, 3] and [T, 2, 1], then
   // concatenated back; the whole buffer is stored flat ([8]), as a reshape
-  // alias would be, and the first piece reuses a flat [6] buffer.
+  // alias would be, and the first piece reuses a flat [6] buffer: the
+  // dispatch's second int (2 blocks per row) carries the geometry.
   TinyModel m = simpleModel();
   TinyPlan &p = m.plans[0];
   p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}});    // 8
   p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2, 1}}); // 9
   p.buffers.push_back({"c", fb::DType::F32, fb::Rows::Tokens, {8}});    // 10
   p.dispatches.insert(p.dispatches.begin() + 1,
-                      {{"split", {B(4), B(8), B(9)}, {2}, {}, "split"},
-                       {"concat", {B(9), B(8), B(10)}, {2}, {}, "concat"},
-                       {"split", {B(10), B(9), B(8)}, {2}, {}, "split2"},
-                       {"concat", {B(8), B(9), B(4)}, {2}, {}, "concat2"}});
+                      {{"split", {B(4), B(8), B(9)}, {2, 2}, {}, "split"},
+                       {"concat", {B(9), B(8), B(10)}, {2, 2}, {}, "concat"},
+                       {"split", {B(10), B(9), B(8)}, {2, 2}, {}, "split2"},
+                       {"concat", {B(8), B(9), B(4)}, {2, 2}, {}, "concat2"}});
   auto model = loadOrDie(m);
   ASSERT_TRUE(model);
   // split then swap the pieces, split the other way and swap back: the
@@ -380,8 +381,19 @@ TEST(PlanValidationTest, SplitWithoutGeometryIsAnError) {
   p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2}}); // 9
   p.dispatches.insert(p.dispatches.begin() + 1,
                       {"split", {B(4), B(8), B(9)}, {2}, {}, "split"});
+  expectLoadError(m, {"dispatches[1] split", "has 1 ints and 0 floats",
+                      "expected 2 and 0"});
+}
+
+TEST(PlanValidationTest, SplitBlocksMustDivideTheWidths) {
+  TinyModel m = simpleModel();
+  TinyPlan &p = m.plans[0];
+  p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}}); // 8
+  p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2}}); // 9
+  p.dispatches.insert(p.dispatches.begin() + 1,
+                      {"split", {B(4), B(8), B(9)}, {2, 3}, {}, "split"});
   expectLoadError(m, {"dispatches[1] split", "axis 2",
-                      "no operand buffer has the dims before the axis"});
+                      "3 blocks per row do not divide every operand's width"});
 }
 
 // --- Caches and sequences -------------------------------------------------
