@@ -7,11 +7,12 @@ from lit.llvm import llvm_config
 
 config.name = "Kiln"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".test", ".json"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_binary_dir, "test")
 # gtest sources and the fixtures are not lit tests.
-config.excludes = ["unit", "fixtures", "lit.cfg.py", "CMakeLists.txt", "Inputs"]
+config.excludes = ["unit", "fixtures", "lit.cfg.py", "CMakeLists.txt", "Inputs",
+                   "check_golden.py", "check_spec.py", "check_ppl.py"]
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
 llvm_config.use_default_substitutions()
@@ -24,6 +25,7 @@ if not fixtures:
     fixtures = bundled if os.path.isdir(os.path.join(bundled, "glm5-tiny-dev")) else shared
 config.substitutions.append(("%fixtures", fixtures))
 config.substitutions.append(("%kiln_src", config.kiln_source_dir))
+config.substitutions.append(("%kiln_bin", config.kiln_tools_dir))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 if os.path.isdir(os.path.join(fixtures, "glm5-tiny-dev-fp8")):
     config.available_features.add("all-fixtures")
@@ -33,7 +35,8 @@ from lit.llvm.subst import ToolSubst
 
 llvm_config.add_tool_substitutions(
     [ToolSubst(t, unresolved="ignore")
-     for t in ["kiln-opt", "kiln-compile", "kiln-run", "kiln-dump", "kiln-bench"]],
+     for t in ["kiln-opt", "kiln-compile", "kiln-run", "kiln-dump", "kiln-bench",
+               "kiln-gpu-codegen"]],
     tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)

@@ -75,7 +75,8 @@ Result<PlanOutputs> SpecLoop::runPlan(const char *plan,
                                       int32_t firstPosition, bool allLogits,
                                       const float *hiddenIn) {
   int64_t t = int64_t(tokens.size());
-  std::vector<int32_t> seqs(size_t(t), seq_), positions(size_t(t)), rows;
+  std::vector<int32_t> seqs(static_cast<size_t>(t), seq_),
+      positions(static_cast<size_t>(t)), rows;
   for (int64_t i = 0; i < t; ++i)
     positions[size_t(i)] = firstPosition + int32_t(i);
   if (allLogits)
@@ -161,7 +162,7 @@ Result<SpecResult> SpecLoop::run(const std::vector<int32_t> &prompt,
   double decodeStart = now();
   bool done = isStop(first) || options_.maxNewTokens <= 1;
 
-  std::vector<int32_t> drafts(size_t(k));
+  std::vector<int32_t> drafts(static_cast<size_t>(k));
   std::vector<float> qRows, pRows;
   while (!done) {
     // Draft k tokens: the catch-up's last row gives d_1, then chain.
@@ -250,4 +251,51 @@ Result<SpecResult> kiln::engine::generateSpeculative(
   KILN_RETURN_IF_ERROR(sampling.check());
   SpecLoop loop(model, seq, sampling, options);
   return loop.run(prompt, onToken);
+}
+
+Result<GenerateResult> kiln::engine::generateSpeculative(
+    Model &model, const std::vector<int32_t> &prompt,
+    const GenerateOptions &options, int k, SpecStats *stats) {
+  SpecOptions spec;
+  spec.k = k;
+  spec.maxNewTokens = options.maxNewTokens;
+  spec.prefillChunk = options.prefillChunk;
+  spec.stopAtEos = !options.ignoreEos;
+  spec.stopIds = options.stopIds;
+  if (spec.stopIds.empty())
+    spec.stopIds =
+        model.tokenizer() ? model.tokenizer()->stopIds() : model.info().eosIds;
+  KILN_ASSIGN_OR_RETURN(int32_t seq, model.openSequence());
+  bool stopped = false;
+  auto onToken = [&](int32_t id) {
+    if (!stopped && options.onToken && !options.onToken(id))
+      stopped = true;
+  };
+  Result<SpecResult> r =
+      generateSpeculative(model, seq, prompt, options.sampling, spec, onToken);
+  model.closeSequence(seq);
+  if (!r.isOk())
+    return r.status();
+  GenerateResult out;
+  out.tokens = std::move(r->ids);
+  if (options.keepPromptLogits)
+    out.promptLogits = std::move(r->lastPromptLogits);
+  GenerateStats &st = out.stats;
+  st.promptTokens = int64_t(prompt.size());
+  st.generatedTokens = int64_t(out.tokens.size());
+  st.ttftS = r->ttftSeconds;
+  st.prefillS = r->prefillSeconds;
+  st.decodeS = r->decodeSeconds;
+  st.prefillTokPerS = st.prefillS > 0 ? double(prompt.size()) / st.prefillS : 0;
+  st.decodeTokPerS =
+      st.decodeS > 0 ? double(out.tokens.size() - 1) / st.decodeS : 0;
+  if (!out.tokens.empty() && spec.stopAtEos &&
+      std::find(spec.stopIds.begin(), spec.stopIds.end(), out.tokens.back()) !=
+          spec.stopIds.end())
+    out.stop = StopReason::StopToken;
+  else if (stopped)
+    out.stop = StopReason::Callback;
+  if (stats)
+    *stats = r->stats;
+  return out;
 }

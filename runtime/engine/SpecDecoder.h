@@ -17,6 +17,7 @@
 #ifndef KILN_RUNTIME_ENGINE_SPECDECODER_H
 #define KILN_RUNTIME_ENGINE_SPECDECODER_H
 
+#include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
 #include "runtime/engine/Sampler.h"
 
@@ -60,6 +61,13 @@ generateSpeculative(Model &model, int32_t seq,
                     const std::vector<int32_t> &prompt,
                     const SamplingParams &sampling, const SpecOptions &options,
                     const std::function<void(int32_t)> &onToken = {});
+
+/// generate() with speculation: same options and result (a fresh sequence,
+/// stop ids, streaming callback, prompt logits), plus the round statistics.
+Result<GenerateResult> generateSpeculative(Model &model,
+                                           const std::vector<int32_t> &prompt,
+                                           const GenerateOptions &options,
+                                           int k, SpecStats *stats);
 
 } // namespace kiln::engine
 

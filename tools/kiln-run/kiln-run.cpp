@@ -13,6 +13,7 @@
 
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
+#include "runtime/engine/SpecDecoder.h"
 #include "runtime/support/Npy.h"
 
 #include <nlohmann/json.hpp>
@@ -36,7 +37,8 @@ constexpr int64_t kMaxNewTokens = int64_t(1) << 20;
 constexpr int64_t kDefaultMaxPromptTokens = 32768;
 constexpr int64_t kMaxThreads = 1024;
 
-const char *kUsage = R"(usage: kiln-run MODEL.kiln (-p TEXT | --prompt-file FILE | --prompt-ids IDS) [options]
+const char *kUsage =
+    R"(usage: kiln-run MODEL.kiln (-p TEXT | --prompt-file FILE | --prompt-ids IDS) [options]
        kiln-run MODEL.kiln --perplexity FILE [--ctx N] [options]
 
 Generation:
@@ -57,8 +59,9 @@ Generation:
   --prefill-chunk N         prompt tokens per prefill run (default 512)
   --dump-logits PATH.npy    write the float32 logits [V] of the last prompt
                             position
-  --spec K                  speculative decoding drafts per round (only 0
-                            is supported so far)
+  --spec K                  speculative decoding with the MTP head: K
+                            drafts per round (default: the artifact's;
+                            0: off)
 Perplexity:
   --perplexity FILE         score FILE in non-overlapping windows (text, or
                             token ids in a 1-D int32/int64 .npy)
@@ -89,7 +92,7 @@ struct Options {
   bool ignoreEos = false;
   int64_t maxPromptTokens = kDefaultMaxPromptTokens;
   int64_t prefillChunk = kDefaultPrefillChunk;
-  int64_t spec = 0;
+  int64_t spec = -1; // -1: the artifact's default_spec_k
   bool verify = true;
 };
 
@@ -98,8 +101,8 @@ struct UsageError {
   std::string message;
 };
 
-int64_t parseInt(const std::string &flag, const std::string &value,
-                 int64_t lo, int64_t hi) {
+int64_t parseInt(const std::string &flag, const std::string &value, int64_t lo,
+                 int64_t hi) {
   int64_t v = 0;
   const char *end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, v);
@@ -116,8 +119,7 @@ uint64_t parseSeed(const std::string &flag, const std::string &value) {
   const char *end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, v);
   if (value.empty() || ec != std::errc() || ptr != end)
-    throw UsageError{flag + ": '" + value +
-                     "' is not a non-negative integer"};
+    throw UsageError{flag + ": '" + value + "' is not a non-negative integer"};
   return v;
 }
 
@@ -194,8 +196,7 @@ Options parseArgs(int argc, char **argv) {
     } else if (arg == "--output-format") {
       std::string f = next();
       if (f != "text" && f != "json")
-        throw UsageError{"--output-format: '" + f +
-                         "', expected text or json"};
+        throw UsageError{"--output-format: '" + f + "', expected text or json"};
       o.json = f == "json";
     } else if (arg == "--dump-logits") {
       o.dumpLogits = next();
@@ -211,7 +212,7 @@ Options parseArgs(int argc, char **argv) {
     } else if (arg == "--prefill-chunk") {
       o.prefillChunk = parseInt(arg, next(), 1, int64_t(1) << 16);
     } else if (arg == "--spec") {
-      o.spec = parseInt(arg, next(), 0, 64);
+      o.spec = parseInt(arg, next(), 0, 16);
     } else if (arg == "--no-verify") {
       flag();
       o.verify = false;
@@ -226,8 +227,8 @@ Options parseArgs(int argc, char **argv) {
   }
   if (o.model.empty())
     throw UsageError{"no model given"};
-  int sources = int(o.hasPrompt) + int(!o.promptFile.empty()) +
-                int(!o.promptIds.empty());
+  int sources =
+      int(o.hasPrompt) + int(!o.promptFile.empty()) + int(!o.promptIds.empty());
   bool ppl = !o.perplexityFile.empty();
   if (ppl && sources > 0)
     throw UsageError{"--perplexity scores a file: it takes no prompt"};
@@ -240,10 +241,6 @@ Options parseArgs(int argc, char **argv) {
     throw UsageError{"--chat lays out text: it cannot wrap --prompt-ids"};
   if (!o.chat && (!o.system.empty() || o.noThink))
     throw UsageError{"--system and --no-think need --chat"};
-  if (o.spec != 0)
-    throw UsageError{"--spec " + std::to_string(o.spec) +
-                     ": speculative decoding is not available yet, only "
-                     "--spec 0 is accepted"};
   return o;
 }
 
@@ -279,8 +276,8 @@ std::vector<int32_t> parseIds(const std::string &text) {
     size_t e = item.find_last_not_of(" \t\n");
     if (b == std::string::npos)
       throw UsageError{"--prompt-ids: empty entry in '" + text + "'"};
-    ids.push_back(int32_t(parseInt("--prompt-ids", item.substr(b, e - b + 1),
-                                   0, INT32_MAX)));
+    ids.push_back(int32_t(
+        parseInt("--prompt-ids", item.substr(b, e - b + 1), 0, INT32_MAX)));
   }
   return ids;
 }
@@ -327,11 +324,12 @@ int runPerplexity(Model &model, const Options &o) {
     throw RunError{"--ctx " + std::to_string(o.ctx) +
                    " exceeds the model's max_position_embeddings " +
                    std::to_string(maxPos)};
-  PerplexityResult r =
-      orFail(perplexity(model, ids, o.ctx, o.prefillChunk));
+  PerplexityResult r = orFail(perplexity(model, ids, o.ctx, o.prefillChunk));
   if (o.json) {
-    nlohmann::json j = {{"ppl", r.ppl},         {"mean_nll", r.meanNll},
-                        {"tokens", r.tokens},   {"windows", r.windows},
+    nlohmann::json j = {{"ppl", r.ppl},
+                        {"mean_nll", r.meanNll},
+                        {"tokens", r.tokens},
+                        {"windows", r.windows},
                         {"ctx", std::min<int64_t>(o.ctx, int64_t(ids.size()))},
                         {"text_tokens", ids.size()}};
     std::cout << jsonDump(j) << "\n";
@@ -383,8 +381,7 @@ int runGenerate(Model &model, const Options &o) {
   g.ignoreEos = o.ignoreEos;
   g.prefillChunk = o.prefillChunk;
   g.keepPromptLogits = !o.dumpLogits.empty();
-  std::vector<int32_t> stops =
-      tok ? tok->stopIds() : model.info().eosIds;
+  std::vector<int32_t> stops = tok ? tok->stopIds() : model.info().eosIds;
   auto isStop = [&](int32_t id) {
     return std::find(stops.begin(), stops.end(), id) != stops.end();
   };
@@ -402,7 +399,17 @@ int runGenerate(Model &model, const Options &o) {
       return true;
     };
   }
-  GenerateResult r = orFail(generate(model, prompt, g));
+  int64_t k = o.spec < 0 ? model.info().defaultSpecK : o.spec;
+  if (k > 0 && !model.hasPlan(kDraftPlan)) {
+    if (o.spec > 0)
+      throw RunError{"--spec " + std::to_string(k) +
+                     ": the artifact has no draft plan (no MTP layer)"};
+    k = 0;
+  }
+  SpecStats spec;
+  GenerateResult r =
+      k > 0 ? orFail(generateSpeculative(model, prompt, g, int(k), &spec))
+            : orFail(generate(model, prompt, g));
 
   if (!o.dumpLogits.empty()) {
     Status s = writeNpyF32(o.dumpLogits, {int64_t(r.promptLogits.size())},
@@ -425,6 +432,12 @@ int runGenerate(Model &model, const Options &o) {
                             {"prompt_tokens", st.promptTokens},
                             {"generated_tokens", st.generatedTokens},
                             {"threads", model.threads()}};
+    if (k > 0)
+      stats["spec"] = {
+          {"k", k},
+          {"rounds", spec.rounds},
+          {"mean_accepted", spec.meanAccepted()},
+          {"accept_rate_by_position", spec.acceptRateByPosition()}};
     nlohmann::json j = {
         {"prompt_ids", prompt},
         {"ids", r.tokens},
@@ -452,6 +465,16 @@ int runGenerate(Model &model, const Options &o) {
                  r.stop == StopReason::StopToken ? "stop token" : "length",
                  model.threads(), st.ttftS, st.prefillTokPerS,
                  st.decodeTokPerS);
+    if (k > 0) {
+      std::string rates;
+      for (double r : spec.acceptRateByPosition())
+        rates += (rates.empty() ? "" : " ") + std::to_string(r).substr(0, 5);
+      std::fprintf(stderr,
+                   "kiln-run: speculative k=%lld: %lld rounds, mean accepted "
+                   "%.3f, accept rate by position [%s]\n",
+                   (long long)k, (long long)spec.rounds, spec.meanAccepted(),
+                   rates.c_str());
+    }
   }
   return 0;
 }
