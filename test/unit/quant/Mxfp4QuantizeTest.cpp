@@ -1,7 +1,7 @@
 //===- Mxfp4QuantizeTest.cpp - MXFP4 encode/decode and error bounds -------===//
 
-#include "frontends/glm/Checkpoint.h"
 #include "passes/emit/Mxfp4Quantize.h"
+#include "frontends/glm/Checkpoint.h"
 #include "runtime/cpu/Dequant.h"
 #include "test/unit/Fixtures.h"
 
@@ -40,7 +40,8 @@ TEST(Mxfp4, DecodeAllCodesAllScales) {
   static const double kMag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   for (int s = 0; s < 255; ++s)
     for (int c = 0; c < 16; ++c) {
-      double expected = (c & 8 ? -1 : 1) * kMag[c & 7] * std::ldexp(1.0, s - 127);
+      double expected =
+          (c & 8 ? -1 : 1) * kMag[c & 7] * std::ldexp(1.0, s - 127);
       float got = cpu::e2m1ToFloat(uint8_t(c)) * cpu::e8m0ToFloat(uint8_t(s));
       if (std::isinf(expected) || std::fabs(expected) > 3.4028234e38)
         EXPECT_TRUE(std::isinf(got)) << "code " << c << " scale " << s;
@@ -58,8 +59,7 @@ TEST(Mxfp4, EncodeDecodeExactOnAllCodesAllFiniteScales) {
     for (int s = 0; s <= 252; ++s) {
       std::vector<float> row(32);
       for (int i = 0; i < 32; ++i)
-        row[i] = cpu::e2m1ToFloat(uint8_t(i % 16)) *
-                 std::ldexp(1.0f, s - 127);
+        row[i] = cpu::e2m1ToFloat(uint8_t(i % 16)) * std::ldexp(1.0f, s - 127);
       row[31] = 6.0f * std::ldexp(1.0f, s - 127);
       std::vector<uint8_t> packed(16), scales(1);
       quantizeMxfp4Row(row.data(), 32, rule, packed.data(), scales.data());
@@ -71,8 +71,8 @@ TEST(Mxfp4, EncodeDecodeExactOnAllCodesAllFiniteScales) {
           EXPECT_EQ(back[i], 0.0f);
         else
           EXPECT_TRUE(sameBits(back[i], row[i]))
-              << "scale " << s << " element " << i << ": " << row[i]
-              << " -> " << back[i];
+              << "scale " << s << " element " << i << ": " << row[i] << " -> "
+              << back[i];
       }
     }
   }
@@ -146,7 +146,8 @@ TEST(Mxfp4, QuantizationErrorWithinFormatBound) {
 // byte for byte (same rule: even scales, nearest-even elements).
 TEST(Mxfp4, MatchesQuarkFixtureBytes) {
   auto bf16 = glm::Checkpoint::open(kilnFixturesDir() + "/glm5-tiny-dev");
-  auto quark = glm::Checkpoint::open(kilnFixturesDir() + "/glm5-tiny-dev-mxfp4");
+  auto quark =
+      glm::Checkpoint::open(kilnFixturesDir() + "/glm5-tiny-dev-mxfp4");
   ASSERT_TRUE(bf16.isOk()) << bf16.status().toString();
   ASSERT_TRUE(quark.isOk()) << quark.status().toString();
   int compared = 0;
