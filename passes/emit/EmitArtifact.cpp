@@ -8,6 +8,7 @@
 
 #include "passes/emit/EmitArtifact.h"
 
+#include "passes/emit/GpuKernels.h"
 #include "passes/emit/PlanBuilder.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/ArtifactWriter.h"
@@ -17,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <set>
+#include <map>
 #include <sstream>
 
 using namespace kiln;
@@ -72,6 +73,7 @@ buildConfig(flatbuffers::FlatBufferBuilder &fbb, const glm::GlmConfig &config,
 
 fb::Rows rowsOf(uint8_t rows) { return static_cast<fb::Rows>(rows); }
 
+/// `kernelOf[i]`: the artifact kernel of dispatch i.
 flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
                                         const PlanSpec &plan,
                                         const std::vector<uint32_t> &kernelOf) {
@@ -87,7 +89,8 @@ flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
     buffers.push_back(bb.Finish());
   }
   std::vector<flatbuffers::Offset<fb::Dispatch>> dispatches;
-  for (const DispatchSpec &d : plan.dispatches) {
+  for (size_t i = 0; i < plan.dispatches.size(); ++i) {
+    const DispatchSpec &d = plan.dispatches[i];
     std::vector<fb::Arg> args;
     for (const ArgSpec &a : d.args)
       args.emplace_back(static_cast<fb::ArgKind>(a.kind), a.index);
@@ -96,7 +99,7 @@ flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
     auto floats = fbb.CreateVector(d.floats);
     auto loc = fbb.CreateString(d.location);
     fb::DispatchBuilder db(fbb);
-    db.add_kernel(kernelOf[size_t(d.kernel)]);
+    db.add_kernel(kernelOf[i]);
     db.add_args(argsVec);
     db.add_ints(ints);
     db.add_floats(floats);
@@ -124,10 +127,9 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
                              const glm::Checkpoint &checkpoint,
                              const std::string &checkpointDir,
                              const CompileOptions &options) {
-  if (options.targets != "cpu")
-    return makeError(StatusCode::InvalidArgument, "target '", options.targets,
-                     "': this kiln-compile emits artifacts for the cpu "
-                     "target; use --emit=fused to inspect other targets' IR");
+  // The CPU kernels are always there; GPU targets add code objects.
+  KILN_ASSIGN_OR_RETURN(std::vector<rocdl::Chip> chips,
+                        parseGpuTargets(options.targets));
   KILN_ASSIGN_OR_RETURN(ProgramSpec program, buildPrograms(module));
 
   std::string dir = checkpointDir;
@@ -177,23 +179,86 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
     cb.add_plan(owner);
     caches.push_back(cb.Finish());
   }
-  // Kernels: the ones the plans use, served by the runtime's CPU kernels.
-  std::set<abi::Kernel> used;
-  for (const PlanSpec &p : program.plans)
-    for (const DispatchSpec &d : p.dispatches)
-      used.insert(d.kernel);
-  std::vector<uint32_t> kernelOf(size_t(abi::Kernel::Count), 0);
+  // GPU code objects, one per target.
+  std::vector<GpuCodeObject> gpuObjects;
+  std::vector<flatbuffers::Offset<fb::CodeObject>> codeObjects;
+  for (rocdl::Chip chip : chips) {
+    KILN_ASSIGN_OR_RETURN(GpuCodeObject object,
+                          buildGpuCodeObject(chip, program, streamed));
+    if (object.elf.empty()) {
+      gpuObjects.push_back(std::move(object));
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(
+        fb::Extent extent,
+        writer->writeSegment(object.elf.data(), object.elf.size()));
+    auto target = fbb.CreateString(object.target);
+    auto triple = fbb.CreateString(object.triple);
+    fb::CodeObjectBuilder cb(fbb);
+    cb.add_target(target);
+    cb.add_triple(triple);
+    cb.add_data(&extent);
+    codeObjects.push_back(cb.Finish());
+    object.elf.clear();
+    gpuObjects.push_back(std::move(object));
+  }
+  // Kernels: one per kernel the plans use and GPU specialization (none
+  // for a cpu-only artifact), served on the CPU by the runtime's kernels.
+  std::map<std::pair<abi::Kernel, std::string>, uint32_t> kernelIndex;
+  std::vector<std::vector<std::string>> keys;
+  for (const PlanSpec &p : program.plans) {
+    keys.emplace_back();
+    for (const DispatchSpec &d : p.dispatches) {
+      std::string key =
+          chips.empty() ? "" : gpuKernelKey(p, d, program, streamed);
+      kernelIndex.emplace(std::make_pair(d.kernel, key), 0);
+      keys.back().push_back(key);
+    }
+  }
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
-  for (abi::Kernel k : used) {
-    kernelOf[size_t(k)] = kernels.size();
-    auto name = fbb.CreateString(std::string(abi::kKernelNames[size_t(k)]));
+  for (auto &[kernelAndKey, index] : kernelIndex) {
+    index = uint32_t(kernels.size());
+    std::vector<flatbuffers::Offset<fb::KernelSymbol>> symbols;
+    uint32_t codeObject = 0;
+    for (const GpuCodeObject &object : gpuObjects) {
+      auto it = object.symbols.find(kernelAndKey.second);
+      if (it != object.symbols.end()) {
+        auto target = fbb.CreateString(object.target);
+        auto symbol = fbb.CreateString(it->second.symbol);
+        auto workgroup = fbb.CreateVector(
+            std::vector<uint32_t>{it->second.workgroupSize, 1, 1});
+        fb::KernelSymbolBuilder sb(fbb);
+        sb.add_target(target);
+        sb.add_symbol(symbol);
+        sb.add_code_object(codeObject);
+        sb.add_workgroup_size(workgroup);
+        sb.add_lds_bytes(it->second.ldsBytes);
+        symbols.push_back(sb.Finish());
+      }
+      if (!object.symbols.empty())
+        ++codeObject;
+    }
+    auto name = fbb.CreateString(
+        std::string(abi::kKernelNames[size_t(kernelAndKey.first)]));
+    flatbuffers::Offset<
+        flatbuffers::Vector<flatbuffers::Offset<fb::KernelSymbol>>>
+        symbolVec;
+    if (!symbols.empty())
+      symbolVec = fbb.CreateVector(symbols);
     fb::KernelBuilder kb(fbb);
     kb.add_name(name);
+    if (!symbols.empty())
+      kb.add_symbols(symbolVec);
     kernels.push_back(kb.Finish());
   }
   std::vector<flatbuffers::Offset<fb::Plan>> plans;
   bool hasDraft = false;
-  for (const PlanSpec &p : program.plans) {
+  for (size_t i = 0; i < program.plans.size(); ++i) {
+    const PlanSpec &p = program.plans[i];
+    std::vector<uint32_t> kernelOf;
+    for (size_t j = 0; j < p.dispatches.size(); ++j)
+      kernelOf.push_back(
+          kernelIndex.at(std::make_pair(p.dispatches[j].kernel, keys[i][j])));
     plans.push_back(buildPlan(fbb, p, kernelOf));
     hasDraft |= p.name == "draft";
   }
@@ -202,12 +267,16 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   auto configTable =
       buildConfig(fbb, config, configJson, hasDraft, options.specDefault);
   auto producer = fbb.CreateString("kiln-compile 0.1");
-  auto targets = fbb.CreateVectorOfStrings({"x86_64"});
+  std::vector<std::string> targetNames = {"x86_64"};
+  for (rocdl::Chip chip : chips)
+    targetNames.emplace_back(rocdl::chipInfo(chip).name);
+  auto targets = fbb.CreateVectorOfStrings(targetNames);
   auto files = fbb.CreateVectorOfStrings(writer->fileNames());
   auto weightVec = fbb.CreateVector(weights);
   auto cacheVec = fbb.CreateVector(caches);
   auto kernelVec = fbb.CreateVector(kernels);
   auto planVec = fbb.CreateVector(plans);
+  auto codeObjectVec = fbb.CreateVector(codeObjects);
   fb::ArtifactBuilder ab(fbb);
   ab.add_producer(producer);
   ab.add_targets(targets);
@@ -218,6 +287,8 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   ab.add_caches(cacheVec);
   ab.add_kernels(kernelVec);
   ab.add_plans(planVec);
+  if (!codeObjects.empty())
+    ab.add_code_objects(codeObjectVec);
   fbb.Finish(ab.Finish(), fb::ArtifactIdentifier());
   return writer->finish(fbb);
 }

@@ -1,0 +1,89 @@
+//===- KernelSpec.h - Which GPU kernel to generate, for which shapes -----===//
+//
+// A KernelSpec names one kernel family and every constant it is specialized
+// to. The same spec always yields the same symbol, so the artifact emitter
+// generates each distinct kernel once and the plans refer to it by name.
+//
+// Kernel arguments (bare global pointers, then scalars; AMDGPU.md section 10):
+//   mx_gemm   (f32 x[M, K], u8 w[MxWeightLayout data], u32 scales[...],
+//              f32 y[M, N], i32 M)                      grid (gridX, gridY)
+//   bf16_gemm (f32 x[M, K], bf16 w[N, K], f32 y[M, N], i32 M)
+//   rms_norm  (f32 x[rows, cols], f32 w[cols], f32 y[rows, cols])
+//   swiglu    (f32 gate[rows, cols], f32 up[rows, cols], f32 y[rows, cols])
+//   add       (f32 a[rows, cols], f32 b[rows, cols], f32 y[rows, cols])
+//   rope      (f32 x[tokens, heads, headDim], i32 pos[tokens],
+//              f32 y[tokens, heads, headDim])
+//   argmax    (f32 x[rows, cols], i32 y[rows])
+// Row kernels run one workgroup per row (grid x = rows, the row count is not
+// an argument) with kRowBlock threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_CODEGEN_ROCDL_KERNELSPEC_H
+#define KILN_PASSES_CODEGEN_ROCDL_KERNELSPEC_H
+
+#include "passes/codegen/rocdl/MfmaLayout.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln::rocdl {
+
+enum class Chip { Gfx950, Gfx942 };
+
+struct ChipInfo {
+  std::string_view name; // "gfx950"
+  int64_t ldsBytes;      // per workgroup (= per CU) limit
+  bool scaledMfma;       // v_mfma_scale_f32_*_f8f6f4
+  bool bf16K32;          // v_mfma_f32_16x16x32_bf16
+};
+const ChipInfo &chipInfo(Chip chip);
+std::optional<Chip> chipFromName(std::string_view name);
+
+enum class KernelKind { MxGemm, Bf16Gemm, RmsNorm, SwiGlu, Add, Rope, Argmax };
+inline constexpr std::array<std::string_view, 7> kKernelKindNames = {
+    "mx_gemm", "bf16_gemm", "rms_norm", "swiglu", "add", "rope", "argmax"};
+std::optional<KernelKind> kernelKindFromName(std::string_view name);
+inline std::string_view kernelKindName(KernelKind kind) {
+  return kKernelKindNames[size_t(kind)];
+}
+
+/// Threads per workgroup of the row kernels (four waves).
+inline constexpr int64_t kRowBlock = 256;
+
+struct KernelSpec {
+  KernelKind kind = KernelKind::MxGemm;
+  Chip chip = Chip::Gfx950;
+  // GEMMs: W is [n, k]; `m` is only a hint that picks the tiling, the
+  // kernel takes the row count at run time.
+  int64_t m = 16, n = 0, k = 0;
+  GemmTiling tiling;
+  // Row kernels: elements per row. rope: heads * headDim.
+  int64_t cols = 0;
+  float eps = 1e-5f; // rms_norm
+  // rope: rotates dims [offset, offset + rotaryDim) of each head.
+  int64_t heads = 0, headDim = 0, offset = 0, rotaryDim = 0;
+  bool neox = false; // false: interleaved pairs (2i, 2i+1)
+  float theta = 10000.0f;
+
+  /// Picks the tiling from the shape hints (GEMMs only).
+  void chooseTiling();
+  /// An empty string when the spec can be generated, else why not.
+  std::string validate() const;
+  /// Workgroup size (x; y = z = 1).
+  int64_t blockSize() const;
+  /// Grid for `rows` activation rows (tokens).
+  std::array<int64_t, 3> grid(int64_t rows) const;
+  /// Minimum waves per SIMD the kernel is compiled for
+  /// ("amdgpu-waves-per-eu"); the register budget is 512 / this.
+  int64_t declaredWavesPerSimd() const;
+  /// Unique, stable symbol, e.g. kiln_mx_gemm_n256_k512_t1x4_gfx950.
+  std::string symbol() const;
+};
+
+} // namespace kiln::rocdl
+
+#endif // KILN_PASSES_CODEGEN_ROCDL_KERNELSPEC_H

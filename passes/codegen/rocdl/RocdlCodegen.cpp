@@ -1,0 +1,325 @@
+//===- RocdlCodegen.cpp - buildKernels and the lowering to a code object --===//
+
+#include "passes/codegen/rocdl/RocdlCodegen.h"
+#include "passes/codegen/rocdl/KernelIr.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <cstdlib>
+#include <set>
+
+using namespace mlir;
+using namespace kiln::rocdl;
+
+#ifndef KILN_LLD_PATH
+#define KILN_LLD_PATH "/usr/lib/llvm-22/bin/ld.lld"
+#endif
+
+static constexpr const char *kTriple = "amdgcn-amd-amdhsa";
+
+void kiln::rocdl::registerCodegenDialects(DialectRegistry &registry) {
+  registry.insert<amdgpu::AMDGPUDialect, arith::ArithDialect,
+                  cf::ControlFlowDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                  math::MathDialect, memref::MemRefDialect, ROCDL::ROCDLDialect,
+                  scf::SCFDialect, ub::UBDialect, vector::VectorDialect>();
+  // convert-gpu-to-rocdl lowers every loaded dialect through its
+  // ConvertToLLVMPatternInterface; without these the casts remain.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerROCDLDialectTranslation(registry);
+}
+
+OwningOpRef<ModuleOp> kiln::rocdl::buildKernels(MLIRContext &context,
+                                                ArrayRef<KernelSpec> specs) {
+  DialectRegistry registry;
+  registerCodegenDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  Location loc = UnknownLoc::get(&context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder b(&context);
+  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                     b.getUnitAttr());
+  b.setInsertionPointToEnd(module->getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, loc, kKernelModuleName);
+  std::set<std::string> seen;
+  for (const KernelSpec &spec : specs) {
+    std::string error = spec.validate();
+    if (!error.empty()) {
+      emitError(loc) << error;
+      return nullptr;
+    }
+    if (!seen.insert(spec.symbol()).second)
+      continue;
+    switch (spec.kind) {
+    case KernelKind::MxGemm:
+      buildMxGemm(gpuModule, spec);
+      break;
+    case KernelKind::Bf16Gemm:
+      buildBf16Gemm(gpuModule, spec);
+      break;
+    default:
+      buildRowKernel(gpuModule, spec);
+      break;
+    }
+  }
+  if (failed(verify(*module))) {
+    emitError(loc) << "internal error: the generated kernels do not verify";
+    return nullptr;
+  }
+  return module;
+}
+
+static gpu::GPUModuleOp kernelModule(ModuleOp module) {
+  for (auto m : module.getOps<gpu::GPUModuleOp>())
+    if (m.getName() == kKernelModuleName)
+      return m;
+  return nullptr;
+}
+
+LogicalResult kiln::rocdl::lowerToLLVMDialect(ModuleOp module, Chip chip) {
+  PassManager pm(module.getContext());
+  OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
+  gpm.addPass(createCanonicalizerPass());
+  gpm.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToROCDLOpsOptions options;
+  // Without the chipset the scaled MFMA is rejected (AMDGPU.md gotcha 3).
+  options.chipset = std::string(chipInfo(chip).name);
+  options.indexBitwidth = 32;
+  options.useBarePtrCallConv = true;
+  gpm.addPass(createConvertGpuOpsToROCDLOps(options));
+  gpm.addPass(createReconcileUnrealizedCastsPass());
+  return pm.run(module);
+}
+
+namespace {
+
+/// LLVM side: TargetMachine creation, function attributes, O3, emission.
+class Backend {
+public:
+  Backend(ModuleOp module, Chip chip, ArrayRef<KernelSpec> specs)
+      : module_(module), chip_(chip), specs_(specs) {}
+
+  LogicalResult translate() {
+    static bool initialized = [] {
+      LLVMInitializeAMDGPUTargetInfo();
+      LLVMInitializeAMDGPUTarget();
+      LLVMInitializeAMDGPUTargetMC();
+      LLVMInitializeAMDGPUAsmPrinter();
+      return true;
+    }();
+    (void)initialized;
+    gpu::GPUModuleOp gpuModule = kernelModule(module_);
+    if (!gpuModule)
+      return module_.emitError() << "no gpu.module @" << kKernelModuleName;
+    std::string error;
+    llvm::Triple triple(kTriple);
+    const llvm::Target *target =
+        llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target)
+      return module_.emitError() << "AMDGPU target unavailable: " << error;
+    tm_.reset(target->createTargetMachine(
+        triple, chipInfo(chip_).name, "", llvm::TargetOptions(),
+        llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+    llvm_ = translateModuleToLLVMIR(gpuModule, context_, "kiln_kernels");
+    if (!llvm_)
+      return module_.emitError() << "translation to LLVM IR failed";
+    llvm_->setTargetTriple(triple);
+    llvm_->setDataLayout(tm_->createDataLayout());
+    // COV5 (AMDGPU.md gotcha 6).
+    llvm_->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version",
+                         500);
+    for (const KernelSpec &spec : specs_) {
+      llvm::Function *fn = llvm_->getFunction(spec.symbol());
+      if (!fn)
+        continue;
+      fn->addFnAttr("amdgpu-waves-per-eu",
+                    std::to_string(spec.declaredWavesPerSimd()));
+    }
+    // Anything still declared but not an intrinsic would need the ROCm
+    // device libraries, which Kiln never links (AMDGPU.md gotcha 2).
+    for (llvm::Function &fn : *llvm_)
+      if (fn.isDeclaration() && !fn.isIntrinsic())
+        return module_.emitError()
+               << "kernel code calls '" << fn.getName()
+               << "', a ROCm device library function; use an LLVM AMDGPU "
+                  "intrinsic instead";
+    optimize();
+    return success();
+  }
+
+  std::string llvmIr() const {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm_->print(os, nullptr);
+    return text;
+  }
+
+  LogicalResult emit(llvm::CodeGenFileType type, std::string &out) {
+    // Code generation rewrites the module, so each emission gets a copy.
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*llvm_);
+    llvm::SmallString<0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, type))
+      return module_.emitError() << "the AMDGPU backend cannot emit this file";
+    pm.run(*copy);
+    out.assign(buffer.begin(), buffer.end());
+    return success();
+  }
+
+private:
+  void optimize() {
+    // O3 drops the unused COV5 hidden arguments (AMDGPU.md gotcha 7).
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm_.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm =
+        pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*llvm_, mam);
+  }
+
+  ModuleOp module_;
+  Chip chip_;
+  ArrayRef<KernelSpec> specs_;
+  llvm::LLVMContext context_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  std::unique_ptr<llvm::Module> llvm_;
+};
+
+/// ld.lld -shared object -o code-object, through temporary files.
+LogicalResult link(ModuleOp module, const std::string &lldOption,
+                   const std::string &object, std::vector<uint8_t> &out) {
+  std::string lld = lldOption;
+  if (lld.empty()) {
+    const char *env = std::getenv("KILN_LLD");
+    lld = env && *env ? env : KILN_LLD_PATH;
+  }
+  if (!llvm::sys::fs::can_execute(lld))
+    return module.emitError() << "cannot run the linker '" << lld
+                              << "': set KILN_LLD to an ld.lld";
+  llvm::SmallString<128> objPath, outPath;
+  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "o", objPath) ||
+      llvm::sys::fs::createTemporaryFile("kiln-kernels", "hsaco", outPath))
+    return module.emitError() << "cannot create temporary files for ld.lld";
+  llvm::scope_exit cleanup([&] {
+    llvm::sys::fs::remove(objPath);
+    llvm::sys::fs::remove(outPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return module.emitError()
+             << "cannot write " << objPath << ": " << ec.message();
+    os << object;
+  }
+  std::string message;
+  llvm::StringRef args[] = {lld, "-shared", objPath, "-o", outPath};
+  int rc =
+      llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &message);
+  if (rc != 0)
+    return module.emitError() << "ld.lld failed (exit " << rc << ")"
+                              << (message.empty() ? "" : ": ") << message;
+  auto buffer = llvm::MemoryBuffer::getFile(outPath, /*IsText=*/false);
+  if (!buffer)
+    return module.emitError()
+           << "cannot read the linked code object " << outPath;
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  out.assign(bytes.begin(), bytes.end());
+  return success();
+}
+
+} // namespace
+
+LogicalResult kiln::rocdl::translateToLLVMIR(ModuleOp module, Chip chip,
+                                             ArrayRef<KernelSpec> specs,
+                                             std::string &llvmIr) {
+  if (failed(lowerToLLVMDialect(module, chip)))
+    return failure();
+  Backend backend(module, chip, specs);
+  if (failed(backend.translate()))
+    return failure();
+  llvmIr = backend.llvmIr();
+  return success();
+}
+
+LogicalResult kiln::rocdl::compileKernels(ModuleOp module, Chip chip,
+                                          ArrayRef<KernelSpec> specs,
+                                          const CompileOptions &options,
+                                          CompiledModule &out) {
+  if (failed(lowerToLLVMDialect(module, chip)))
+    return failure();
+  Backend backend(module, chip, specs);
+  if (failed(backend.translate()))
+    return failure();
+  // The assembly is always produced: the kernel properties come from its
+  // metadata.
+  std::string assembly;
+  if (failed(backend.emit(llvm::CodeGenFileType::AssemblyFile, assembly)))
+    return failure();
+  std::string error = parseKernelProperties(assembly, out.kernels);
+  if (!error.empty())
+    return module.emitError() << error;
+  if (options.assembly)
+    out.assembly = std::move(assembly);
+  if (options.codeObject) {
+    std::string object;
+    if (failed(backend.emit(llvm::CodeGenFileType::ObjectFile, object)) ||
+        failed(link(module, options.lldPath, object, out.codeObject)))
+      return failure();
+  }
+  return success();
+}

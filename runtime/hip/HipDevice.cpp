@@ -1,0 +1,119 @@
+//===- HipDevice.cpp ------------------------------------------------------===//
+
+#include "runtime/hip/HipDevice.h"
+
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::hip;
+
+KernelArgs &KernelArgs::append(const void *v, size_t size) {
+  size_t offset = (bytes_.size() + size - 1) / size * size;
+  bytes_.resize(offset + size);
+  std::memcpy(bytes_.data() + offset, v, size);
+  return *this;
+}
+
+Result<std::unique_ptr<HipDevice>>
+HipDevice::open(const HipDeviceOptions &options) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<HipSymbols> symbols,
+                        HipSymbols::load(options.libraries.empty()
+                                             ? defaultHipLibraries()
+                                             : options.libraries));
+  std::unique_ptr<HipDevice> device(new HipDevice(symbols));
+  const HipSymbols &s = *symbols;
+  // Without a GPU, HIP versions differ in which call reports it.
+  hipError_t init = s.hipInit(0);
+  int count = 0;
+  hipError_t counted = init == hipSuccess ? s.hipGetDeviceCount(&count) : init;
+  if (counted == hipErrorNoDevice || (counted == hipSuccess && count == 0))
+    return makeError(StatusCode::Unavailable, "no AMD GPU: the HIP runtime ",
+                     s.path(),
+                     " reports 0 devices; kiln-run --device=hip needs one, "
+                     "use --device=cpu");
+  if (counted != hipSuccess)
+    return hipStatus(s, counted,
+                     init == hipSuccess ? "hipGetDeviceCount(&count)"
+                                        : "hipInit(0)",
+                     __FILE__, __LINE__);
+  if (options.ordinal < 0 || options.ordinal >= count)
+    return makeError(StatusCode::InvalidArgument, "GPU ", options.ordinal,
+                     " does not exist: the HIP runtime reports ", count,
+                     " device", count == 1 ? "" : "s");
+  device->deviceCount_ = count;
+  KILN_HIP_RETURN_IF_ERROR(s, hipSetDevice(options.ordinal));
+  KILN_HIP_RETURN_IF_ERROR(s, hipStreamCreate(&device->stream_));
+  return device;
+}
+
+HipDevice::~HipDevice() {
+  // Teardown errors have nowhere to go; the process keeps running.
+  for (hipModule_t module : modules_)
+    (void)symbols_->hipModuleUnload(module);
+  if (stream_)
+    (void)symbols_->hipStreamDestroy(stream_);
+}
+
+Result<hipModule_t> HipDevice::loadModule(const void *codeObject, size_t size) {
+  static const unsigned char kElf[4] = {0x7f, 'E', 'L', 'F'};
+  if (size < 4 || std::memcmp(codeObject, kElf, 4) != 0)
+    return makeError(StatusCode::InvalidArgument,
+                     "code object is not an ELF file (", size, " bytes)");
+  hipModule_t module = nullptr;
+  KILN_HIP_RETURN_IF_ERROR(*symbols_, hipModuleLoadData(&module, codeObject));
+  modules_.push_back(module);
+  return module;
+}
+
+Result<hipFunction_t> HipDevice::function(hipModule_t module,
+                                          const std::string &name) {
+  hipFunction_t fn = nullptr;
+  hipError_t error = symbols_->hipModuleGetFunction(&fn, module, name.c_str());
+  if (error != hipSuccess)
+    return hipStatus(*symbols_, error, "hipModuleGetFunction", __FILE__,
+                     __LINE__)
+        .withContext("kernel '" + name + "'");
+  return fn;
+}
+
+Status HipDevice::launch(hipFunction_t function, const LaunchDims &dims,
+                         const KernelArgs &args) {
+  size_t size = args.size();
+  void *extra[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER,
+                   const_cast<void *>(args.data()),
+                   HIP_LAUNCH_PARAM_BUFFER_SIZE, &size, HIP_LAUNCH_PARAM_END};
+  KILN_HIP_RETURN_IF_ERROR(
+      *symbols_,
+      hipModuleLaunchKernel(function, dims.grid[0], dims.grid[1], dims.grid[2],
+                            dims.block[0], dims.block[1], dims.block[2],
+                            dims.sharedBytes, stream_, nullptr, extra));
+  return Status::ok();
+}
+
+Status HipDevice::synchronize() {
+  KILN_HIP_RETURN_IF_ERROR(*symbols_, hipStreamSynchronize(stream_));
+  return Status::ok();
+}
+
+Result<void *> HipDevice::allocate(size_t bytes) {
+  void *p = nullptr;
+  KILN_HIP_RETURN_IF_ERROR(*symbols_, hipMalloc(&p, bytes));
+  return p;
+}
+
+Status HipDevice::release(void *pointer) {
+  KILN_HIP_RETURN_IF_ERROR(*symbols_, hipFree(pointer));
+  return Status::ok();
+}
+
+Status HipDevice::copyToDevice(void *device, const void *host, size_t bytes) {
+  KILN_HIP_RETURN_IF_ERROR(
+      *symbols_, hipMemcpy(device, host, bytes, hipMemcpyHostToDevice));
+  return Status::ok();
+}
+
+Status HipDevice::copyToHost(void *host, const void *device, size_t bytes) {
+  KILN_HIP_RETURN_IF_ERROR(
+      *symbols_, hipMemcpy(host, device, bytes, hipMemcpyDeviceToHost));
+  return Status::ok();
+}

@@ -1,0 +1,70 @@
+//===- HipSymbols.cpp -----------------------------------------------------===//
+
+#include "runtime/hip/HipSymbols.h"
+
+#include <cstring>
+#include <dlfcn.h>
+
+using namespace kiln;
+using namespace kiln::hip;
+
+std::vector<std::string> kiln::hip::defaultHipLibraries() {
+  // The unversioned name first (what ROCm's loader path provides), then the
+  // sonames of ROCm 7 and 6, then ROCm's default prefix.
+  return {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
+          "/opt/rocm/lib/libamdhip64.so"};
+}
+
+Result<std::shared_ptr<HipSymbols>>
+HipSymbols::load(const std::vector<std::string> &libraries) {
+  std::string tried;
+  for (const std::string &name : libraries) {
+    void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *why = dlerror();
+      tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
+      continue;
+    }
+    std::shared_ptr<HipSymbols> symbols(new HipSymbols());
+    symbols->handle_ = handle;
+    symbols->path_ = name;
+    const char *missing = nullptr;
+#define KILN_HIP_RESOLVE(name, ret, params)                                    \
+  if (!missing) {                                                              \
+    void *address = dlsym(handle, #name);                                      \
+    if (!address)                                                              \
+      missing = #name;                                                         \
+    else                                                                       \
+      std::memcpy(&symbols->name, &address, sizeof(address));                  \
+  }
+    KILN_HIP_SYMBOLS(KILN_HIP_RESOLVE)
+#undef KILN_HIP_RESOLVE
+    if (missing)
+      return makeError(StatusCode::Unavailable, "HIP runtime ", name,
+                       " lacks the symbol ", missing,
+                       ": it is not a usable libamdhip64 (ROCm 6 or later)");
+    return symbols;
+  }
+  return makeError(StatusCode::Unavailable,
+                   "HIP runtime (libamdhip64.so) not found: kiln-run "
+                   "--device=hip needs ROCm; use --device=cpu (tried: ",
+                   tried, ")");
+}
+
+HipSymbols::~HipSymbols() {
+  if (handle_)
+    dlclose(handle_);
+}
+
+Status kiln::hip::hipStatus(const HipSymbols &symbols, hipError_t error,
+                            const char *call, const char *file, int line) {
+  // Source paths relative to the repository.
+  const char *relative = std::strstr(file, "runtime/");
+  const char *what =
+      symbols.hipGetErrorString ? symbols.hipGetErrorString(error) : nullptr;
+  return makeError(error == hipErrorNoDevice ? StatusCode::Unavailable
+                                             : StatusCode::Internal,
+                   relative ? relative : file, ":", line, ": ", call,
+                   " failed with hipError_t ", error, " (",
+                   what ? what : "no description", ")");
+}

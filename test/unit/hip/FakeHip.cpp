@@ -1,0 +1,116 @@
+//===- FakeHip.cpp - A stand-in libamdhip64 for the HIP device tests -----===//
+//
+// Exports the entry points Kiln resolves, with host memory behind them.
+// KILN_FAKE_HIP_DEVICES (default 0) sets the device count. The last launch
+// is recorded in kiln_fake_hip_last_launch for the tests to inspect. Built
+// with KILN_FAKE_HIP_INCOMPLETE it lacks hipStreamSynchronize.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+extern "C" {
+
+typedef int hipError_t;
+struct FakeLaunch {
+  unsigned grid[3], block[3], shared;
+  int hasStream;
+  size_t argBytes;
+  unsigned char args[256];
+  int launches;
+};
+__attribute__((visibility("default"))) FakeLaunch kiln_fake_hip_last_launch;
+
+static int deviceCount() {
+  const char *env = std::getenv("KILN_FAKE_HIP_DEVICES");
+  return env ? std::atoi(env) : 0;
+}
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT hipError_t hipInit(unsigned) { return 0; }
+EXPORT hipError_t hipGetDeviceCount(int *count) {
+  *count = deviceCount();
+  return 0;
+}
+EXPORT hipError_t hipSetDevice(int device) {
+  return device >= 0 && device < deviceCount() ? 0 : 101;
+}
+EXPORT hipError_t hipModuleLoadData(void **module, const void *image) {
+  if (std::memcmp(image,
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    return 200; // hipErrorInvalidImage
+  *module = std::malloc(1);
+  return 0;
+}
+EXPORT hipError_t hipModuleUnload(void *module) {
+  std::free(module);
+  return 0;
+}
+EXPORT hipError_t hipModuleGetFunction(void **fn, void *, const char *name) {
+  if (std::strcmp(name, "missing") == 0)
+    return 500; // hipErrorNotFound
+  static int token;
+  *fn = &token;
+  return 0;
+}
+EXPORT hipError_t hipModuleLaunchKernel(void *, unsigned gx, unsigned gy,
+                                        unsigned gz, unsigned bx, unsigned by,
+                                        unsigned bz, unsigned shared,
+                                        void *stream, void **params,
+                                        void **extra) {
+  // Only the packed form: {BUFFER_POINTER, p, BUFFER_SIZE, &size, END}.
+  if (params || !extra || extra[0] != (void *)1 || extra[2] != (void *)2 ||
+      extra[4] != (void *)3)
+    return 1; // hipErrorInvalidValue
+  FakeLaunch &l = kiln_fake_hip_last_launch;
+  l.grid[0] = gx, l.grid[1] = gy, l.grid[2] = gz;
+  l.block[0] = bx, l.block[1] = by, l.block[2] = bz;
+  l.shared = shared;
+  l.hasStream = stream != nullptr;
+  l.argBytes = *static_cast<size_t *>(extra[3]);
+  if (l.argBytes > sizeof(l.args))
+    return 1;
+  std::memcpy(l.args, extra[1], l.argBytes);
+  ++l.launches;
+  return 0;
+}
+EXPORT hipError_t hipMalloc(void **p, size_t size) {
+  *p = std::malloc(size);
+  return *p ? 0 : 2; // hipErrorOutOfMemory
+}
+EXPORT hipError_t hipFree(void *p) {
+  std::free(p);
+  return 0;
+}
+EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size, int) {
+  std::memcpy(dst, src, size);
+  return 0;
+}
+EXPORT hipError_t hipStreamCreate(void **stream) {
+  *stream = std::malloc(1);
+  return 0;
+}
+EXPORT hipError_t hipStreamDestroy(void *stream) {
+  std::free(stream);
+  return 0;
+}
+#ifndef KILN_FAKE_HIP_INCOMPLETE
+EXPORT hipError_t hipStreamSynchronize(void *) { return 0; }
+#endif
+EXPORT const char *hipGetErrorString(hipError_t error) {
+  switch (error) {
+  case 500:
+    return "hipErrorNotFound";
+  case 200:
+    return "hipErrorInvalidImage";
+  default:
+    return "hipErrorUnknown";
+  }
+}
+
+} // extern "C"
