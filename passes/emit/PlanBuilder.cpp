@@ -191,7 +191,9 @@ private:
   llvm::DenseMap<Value, uint8_t> rowsOf_;
   llvm::DenseMap<Value, int64_t> lastUse_;
   std::vector<int64_t> bufferLastUse_;
-  std::map<std::tuple<uint8_t, bool, int64_t>, std::vector<uint32_t>> free_;
+  std::map<std::tuple<uint8_t, bool, std::vector<int64_t>>,
+           std::vector<uint32_t>>
+      free_;
 };
 
 uint32_t PlanLowering::newBuffer(Value v, uint8_t rows,
@@ -211,11 +213,12 @@ uint32_t PlanLowering::newBuffer(Value v, uint8_t rows,
 /// A buffer for `v`, reusing a dead one of the same rows, type and width.
 uint32_t PlanLowering::allocate(Value v, uint8_t rows, int64_t position) {
   auto type = cast<RankedTensorType>(v.getType());
-  int64_t elems = 1;
-  for (int64_t d : type.getShape().drop_front())
-    elems *= d;
   bool i32 = isa<IntegerType>(type.getElementType());
-  auto key = std::make_tuple(rows, i32, elems);
+  // Reuse only buffers of the same row shape: row kernels read their width
+  // from it.
+  std::vector<int64_t> rowShape(type.getShape().begin() + 1,
+                                type.getShape().end());
+  auto key = std::make_tuple(rows, i32, rowShape);
   uint32_t index;
   auto &pool = free_[key];
   if (!pool.empty()) {
@@ -236,7 +239,7 @@ void PlanLowering::release(int64_t position) {
     if (bufferLastUse_[i] != position)
       continue;
     const BufferSpec &b = plan_.buffers[i];
-    free_[std::make_tuple(b.rows, b.i32, b.rowElems())].push_back(i);
+    free_[std::make_tuple(b.rows, b.i32, b.rowShape)].push_back(i);
     bufferLastUse_[i] = -1;
   }
 }

@@ -88,8 +88,8 @@ Result<GenerateResult> generate(Model &model,
                      " positions (max_position_embeddings)");
   std::vector<int32_t> stops = options.stopIds;
   if (stops.empty())
-    stops = model.tokenizer() ? model.tokenizer()->stopIds()
-                              : model.info().eosIds;
+    stops =
+        model.tokenizer() ? model.tokenizer()->stopIds() : model.info().eosIds;
   auto isStop = [&](int32_t id) {
     return std::find(stops.begin(), stops.end(), id) != stops.end();
   };
@@ -102,16 +102,16 @@ Result<GenerateResult> generate(Model &model,
 
   const Clock::time_point t0 = Clock::now();
   int32_t next = -1;
-  KILN_RETURN_IF_ERROR(prefill(
-      model, session.id(), prompt.data(), int64_t(prompt.size()), 0,
-      options.prefillChunk, PrefillLogits::Last,
-      [&](int64_t, const float *logits) {
-        int64_t vocab = model.plan(kPrefillPlan)->vocab();
-        if (options.keepPromptLogits)
-          result.promptLogits.assign(logits, logits + vocab);
-        if (options.maxNewTokens > 0)
-          next = sampler.sample(logits, vocab);
-      }));
+  KILN_RETURN_IF_ERROR(
+      prefill(model, session.id(), prompt.data(), int64_t(prompt.size()), 0,
+              options.prefillChunk, PrefillLogits::Last,
+              [&](int64_t, const float *logits) {
+                int64_t vocab = model.plan(kPrefillPlan)->vocab();
+                if (options.keepPromptLogits)
+                  result.promptLogits.assign(logits, logits + vocab);
+                if (options.maxNewTokens > 0)
+                  next = sampler.sample(logits, vocab);
+              }));
   const Clock::time_point t1 = Clock::now();
   st.prefillS = seconds(t0, t1);
   st.ttftS = st.prefillS;
@@ -167,8 +167,8 @@ Result<PerplexityResult> perplexityOver(const std::vector<int32_t> &tokens,
                      ", expected at least 2 tokens per window");
   const int64_t n = int64_t(tokens.size());
   if (n < 2)
-    return makeError(StatusCode::InvalidArgument, "perplexity needs at least 2 "
-                     "tokens, the text has ", n);
+    return makeError(StatusCode::InvalidArgument,
+                     "perplexity needs at least 2 tokens, the text has ", n);
   for (int64_t i = 0; i < n; ++i)
     if (tokens[i] < 0 || tokens[i] >= vocab)
       return makeError(StatusCode::OutOfRange, "token ", i, " is ", tokens[i],
@@ -204,19 +204,20 @@ Result<PerplexityResult> perplexity(Model &model,
                                     int64_t ctx, int64_t chunk) {
   const PlanRunner *plan = model.plan(kPrefillPlan);
   if (!plan)
-    return makeError(StatusCode::NotFound, "perplexity needs a '",
-                     kPrefillPlan, "' plan");
+    return makeError(StatusCode::NotFound, "perplexity needs a '", kPrefillPlan,
+                     "' plan");
   const int64_t maxPos = model.info().maxPositions;
   if (maxPos > 0 && ctx > maxPos)
     return makeError(StatusCode::OutOfRange, "context ", ctx,
                      " exceeds the model's ", maxPos, " positions");
-  return perplexityOver(
-      tokens, ctx, plan->vocab(),
-      [&](const int32_t *window, int64_t n, const LogitsRowFn &onRow) -> Status {
-        KILN_ASSIGN_OR_RETURN(Session session, Session::open(model));
-        return prefill(model, session.id(), window, n, 0, chunk,
-                       PrefillLogits::All, onRow);
-      });
+  return perplexityOver(tokens, ctx, plan->vocab(),
+                        [&](const int32_t *window, int64_t n,
+                            const LogitsRowFn &onRow) -> Status {
+                          KILN_ASSIGN_OR_RETURN(Session session,
+                                                Session::open(model));
+                          return prefill(model, session.id(), window, n, 0,
+                                         chunk, PrefillLogits::All, onRow);
+                        });
 }
 
 } // namespace kiln::engine

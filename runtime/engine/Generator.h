@@ -87,7 +87,7 @@ double tokenNll(const float *logits, int64_t vocab, int32_t target);
 struct PerplexityResult {
   double ppl = 0;
   double meanNll = 0;
-  int64_t tokens = 0;  // predicted tokens (NLL terms)
+  int64_t tokens = 0; // predicted tokens (NLL terms)
   int64_t windows = 0;
 };
 

@@ -100,8 +100,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   ctx.maxPositions = info.maxPositions;
   uint32_t nPlans = meta.plans() ? meta.plans()->size() : 0;
   for (uint32_t i = 0; i < nPlans; ++i) {
-    Result<std::unique_ptr<PlanRunner>> plan =
-        PlanRunner::create(meta, i, ctx);
+    Result<std::unique_ptr<PlanRunner>> plan = PlanRunner::create(meta, i, ctx);
     if (!plan.isOk())
       return fail(plan.status());
     const PlanRunner &p = **plan;
@@ -135,9 +134,9 @@ Result<PlanOutputs> Model::run(std::string_view name,
     std::string names;
     for (const auto &p : plans_)
       names += (names.empty() ? "" : ", ") + p->name();
-    return makeError(StatusCode::NotFound, artifact_->path(), ": no plan '",
-                     name, "' (the artifact has: ",
-                     names.empty() ? "none" : names, ")");
+    return makeError(
+        StatusCode::NotFound, artifact_->path(), ": no plan '", name,
+        "' (the artifact has: ", names.empty() ? "none" : names, ")");
   }
   return plan->run(inputs);
 }

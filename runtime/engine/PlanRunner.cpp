@@ -69,9 +69,9 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
     offsets[i] = total;
     total += alignUp(size_t(rows) * size_t(b.rowElems) * 4);
   }
-  auto *raw = static_cast<uint8_t *>(::operator new[](
-      std::max(total, kBufferAlign), std::align_val_t(kBufferAlign),
-      std::nothrow));
+  auto *raw = static_cast<uint8_t *>(
+      ::operator new[](std::max(total, kBufferAlign),
+                       std::align_val_t(kBufferAlign), std::nothrow));
   if (!raw)
     return makeError(StatusCode::ResourceExhausted, "plan '", name_,
                      "': cannot allocate ", total, " bytes of buffers for ",
@@ -88,8 +88,8 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
 
 Status PlanRunner::checkInputs(const PlanInputs &in) const {
   auto bad = [&](const auto &...args) {
-    return makeError(StatusCode::InvalidArgument, "plan '", name_, "': ",
-                     args...);
+    return makeError(StatusCode::InvalidArgument, "plan '", name_,
+                     "': ", args...);
   };
   if (in.tokens < 1 || in.tokens > kMaxPlanTokens)
     return bad(in.tokens, " tokens, expected 1 to ", kMaxPlanTokens);
@@ -102,7 +102,8 @@ Status PlanRunner::checkInputs(const PlanInputs &in) const {
     return bad("needs hidden_in [", in.tokens, ", ",
                buffers_[hiddenIn_].rowElems, "]");
   for (int64_t t = 0; t < in.tokens; ++t) {
-    if (tokenLimit_ > 0 && (in.tokenIds[t] < 0 || in.tokenIds[t] >= tokenLimit_))
+    if (tokenLimit_ > 0 &&
+        (in.tokenIds[t] < 0 || in.tokenIds[t] >= tokenLimit_))
       return bad("token_ids[", t, "] = ", in.tokenIds[t], ", expected 0 to ",
                  tokenLimit_ - 1);
     if (in.seqIds[t] < 0 || in.seqIds[t] >= cpu::PagedKvCache::kMaxSequences)
@@ -110,8 +111,7 @@ Status PlanRunner::checkInputs(const PlanInputs &in) const {
                  cpu::PagedKvCache::kMaxSequences - 1);
     if (in.positions[t] < 0 ||
         (ctx_.maxPositions > 0 && in.positions[t] >= ctx_.maxPositions))
-      return bad("positions[", t, "] = ", in.positions[t],
-                 ", expected 0 to ",
+      return bad("positions[", t, "] = ", in.positions[t], ", expected 0 to ",
                  ctx_.maxPositions > 0 ? ctx_.maxPositions - 1
                                        : int64_t(INT32_MAX));
   }
@@ -200,12 +200,9 @@ const float *PlanRunner::vectorOperand(const fb::Arg &arg) const {
 }
 
 Status PlanRunner::checkCacheRows(const Step &step, uint32_t cacheArg) const {
-  // seq and pos follow the cache(s) in every attention kernel's arguments.
-  size_t seqArg = step.kernel == Kernel::MlaAttention   ? 4
-                  : step.kernel == Kernel::IndexerTopK ? 3
-                                                       : 3;
-  const cpu::PagedKvCache &cache =
-      *(*ctx_.caches)[step.args[cacheArg].index()];
+  // The seq and pos arguments of each attention kernel (KernelAbi.h).
+  size_t seqArg = step.kernel == Kernel::MlaAttention ? 4 : 3;
+  const cpu::PagedKvCache &cache = *(*ctx_.caches)[step.args[cacheArg].index()];
   const int32_t *seq = i32(step.args[seqArg].index());
   const int32_t *pos = i32(step.args[seqArg + 1].index());
   int64_t n = rowCount(step.args[seqArg].index());
@@ -214,9 +211,8 @@ Status PlanRunner::checkCacheRows(const Step &step, uint32_t cacheArg) const {
       return makeError(
           StatusCode::FailedPrecondition, "plan '", name_, "' dispatches[",
           step.dispatch, "] ", abi::kKernelNames[size_t(step.kernel)],
-          ": cache '", ctx_.meta->caches()->Get(step.args[cacheArg].index())
-                           ->name()
-                           ->str(),
+          ": cache '",
+          ctx_.meta->caches()->Get(step.args[cacheArg].index())->name()->str(),
           "' holds ", cache.rows(seq[t]), " rows of sequence ", seq[t],
           ", but position ", pos[t], " is read");
   return Status::ok();
@@ -269,8 +265,8 @@ Status PlanRunner::execute(const Step &s) {
     int64_t n = rows(0);
     if (buf(2) != buf(0))
       std::memcpy(out, f32(buf(0)), size_t(n * elems(0)) * 4);
-    cpu::rope(out, n, s.heads, s.headDim, i32(buf(1)), s.ropeStyle,
-              s.floats[0], s.ints[1], s.ints[2]);
+    cpu::rope(out, n, s.heads, s.headDim, i32(buf(1)), s.ropeStyle, s.floats[0],
+              s.ints[1], s.ints[2]);
     return Status::ok();
   }
   case Kernel::Sigmoid:
@@ -300,20 +296,18 @@ Status PlanRunner::execute(const Step &s) {
     return Status::ok();
   }
   case Kernel::Softmax:
-    cpu::softmax(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                 f32(buf(1)));
+    cpu::softmax(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, f32(buf(1)));
     return Status::ok();
   case Kernel::Normalize:
     cpu::normalize(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
                    s.floats[0], f32(buf(1)));
     return Status::ok();
   case Kernel::GroupLimit:
-    cpu::groupLimit(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                    s.ints[0], s.ints[1], f32(buf(1)));
+    cpu::groupLimit(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, s.ints[0],
+                    s.ints[1], f32(buf(1)));
     return Status::ok();
   case Kernel::Argmax:
-    cpu::argmax(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                i32(buf(1)));
+    cpu::argmax(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, i32(buf(1)));
     return Status::ok();
   case Kernel::TopK:
     cpu::topK(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, s.k,
@@ -407,8 +401,8 @@ Status PlanRunner::execute(const Step &s) {
     x.keys = cacheAt(2).view();
     x.scale = s.floats[0];
     x.k = s.k;
-    KILN_RETURN_IF_ERROR(ctx_.workspace->reserve(
-        cpu::indexerWorkspaceBytes(x, pool.size())));
+    KILN_RETURN_IF_ERROR(
+        ctx_.workspace->reserve(cpu::indexerWorkspaceBytes(x, pool.size())));
     cpu::indexerTopK(pool, x, i32(buf(5)), *ctx_.workspace);
     return Status::ok();
   }
@@ -447,8 +441,7 @@ Status PlanRunner::execute(const Step &s) {
     int64_t n = rows(0);
     if (n > 0) {
       cpu::Arena::Scope scope(*ctx_.arena);
-      cpu::moeForward(pool, f32(buf(0)), n, w, s.moe, *ctx_.arena,
-                      f32(buf(9)));
+      cpu::moeForward(pool, f32(buf(0)), n, w, s.moe, *ctx_.arena, f32(buf(9)));
     }
     return Status::ok();
   }

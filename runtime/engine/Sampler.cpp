@@ -21,8 +21,7 @@ Status SamplingParams::check() const {
   return Status::ok();
 }
 
-Sampler::Sampler(SamplingParams params)
-    : params_(params), rng_(params.seed) {}
+Sampler::Sampler(SamplingParams params) : params_(params), rng_(params.seed) {}
 
 int32_t Sampler::argmax(const float *logits, int64_t vocab) {
   int64_t best = -1;
@@ -35,9 +34,7 @@ int32_t Sampler::argmax(const float *logits, int64_t vocab) {
   return int32_t(best < 0 ? 0 : best);
 }
 
-double Sampler::uniform() {
-  return double(rng_() >> 11) * 0x1.0p-53;
-}
+double Sampler::uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
 
 void Sampler::distribution(const float *logits, int64_t vocab,
                            std::vector<float> &probs) const {

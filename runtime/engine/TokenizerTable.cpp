@@ -35,8 +35,8 @@ bool isGpt2Split(const PreTokenizerStep &step) {
 }
 
 Status unsupported(const std::string &field, const std::string &what) {
-  return makeError(StatusCode::InvalidArgument, "tokenizer.", field, ": ",
-                   what, " cannot be stored in the artifact's tokenizer table");
+  return makeError(StatusCode::InvalidArgument, "tokenizer.", field, ": ", what,
+                   " cannot be stored in the artifact's tokenizer table");
 }
 
 /// The table's view of the pre-tokenizer: [Split]? [PrefixSpace]? [GPT-2
@@ -58,7 +58,8 @@ preTokenizerFields(const std::vector<PreTokenizerStep> &steps) {
       return unsupported("preTokenizer[0]", "a Split step without a pattern");
     out.split = &steps[i++];
   }
-  if (i < steps.size() && steps[i].kind == PreTokenizerStep::Kind::PrefixSpace) {
+  if (i < steps.size() &&
+      steps[i].kind == PreTokenizerStep::Kind::PrefixSpace) {
     out.addPrefixSpace = true;
     ++i;
   }
@@ -96,8 +97,7 @@ tokenizerToFlatbuffer(FlatBufferBuilder &builder, const TokenizerData &data,
   merges.reserve(data.merges.size());
   for (size_t i = 0; i < data.merges.size(); ++i) {
     const auto &[left, right] = data.merges[i];
-    if (left.empty() || right.empty() ||
-        left.find(' ') != std::string::npos ||
+    if (left.empty() || right.empty() || left.find(' ') != std::string::npos ||
         right.find(' ') != std::string::npos)
       return unsupported("merges[" + std::to_string(i) + "]",
                          "a merge with an empty side or a space in a side");
@@ -107,9 +107,9 @@ tokenizerToFlatbuffer(FlatBufferBuilder &builder, const TokenizerData &data,
   std::vector<Offset<fb::AddedToken>> added;
   added.reserve(data.addedTokens.size());
   for (const AddedToken &t : data.addedTokens)
-    added.push_back(fb::CreateAddedTokenDirect(
-        builder, t.id, t.content.c_str(), t.special, t.lstrip, t.rstrip,
-        t.normalized, t.singleWord));
+    added.push_back(fb::CreateAddedTokenDirect(builder, t.id, t.content.c_str(),
+                                               t.special, t.lstrip, t.rstrip,
+                                               t.normalized, t.singleWord));
   auto vocabOffset = builder.CreateVectorOfStrings(data.vocab);
   auto mergesOffset = builder.CreateVectorOfStrings(merges);
   auto addedOffset = builder.CreateVector(added);
@@ -161,9 +161,8 @@ Result<TokenizerData> tokenizerFromFlatbuffer(const fb::Tokenizer &table) {
                        "MergedWithNext or Contiguous");
     data.preTokenizer.push_back(std::move(step));
   } else if (!behavior.empty()) {
-    return makeError(StatusCode::InvalidArgument,
-                     "tokenizer.split_behavior: '", behavior,
-                     "' given without a pre_tokenizer_pattern");
+    return makeError(StatusCode::InvalidArgument, "tokenizer.split_behavior: '",
+                     behavior, "' given without a pre_tokenizer_pattern");
   }
   if (table.add_prefix_space()) {
     PreTokenizerStep step;

@@ -50,7 +50,7 @@ with tempfile.TemporaryDirectory() as tmp:
         cmd = [args.kiln_run, args.artifact, "--prompt-file", prompt_file,
                "-n", str(args.greedy_tokens), "--ignore-eos",
                "--threads", str(args.threads), "--output-format=json",
-               "--dump-logits", logits_file] + args.extra
+               "--dump-logits", logits_file, "--spec", "0"] + args.extra
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             print(f"FAIL {p['name']}: kiln-run exited {out.returncode}: {out.stderr.strip()}")

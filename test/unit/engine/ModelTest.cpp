@@ -162,22 +162,19 @@ TEST(ModelTest, RejectsBadRequestData) {
   c.rows = {2};
   out = model->run("prefill", c.inputs());
   ASSERT_FALSE(out.isOk());
-  EXPECT_NE(out.status().message().find("logit_rows[0] = 2"),
-            std::string::npos)
+  EXPECT_NE(out.status().message().find("logit_rows[0] = 2"), std::string::npos)
       << out.status().message();
 
   c = prompt({1, 2}, 0, 63); // max_position_embeddings is 64
   out = model->run("prefill", c.inputs());
   ASSERT_FALSE(out.isOk());
-  EXPECT_NE(out.status().message().find("positions[1] = 64"),
-            std::string::npos)
+  EXPECT_NE(out.status().message().find("positions[1] = 64"), std::string::npos)
       << out.status().message();
 
   out = model->run("decode", prompt({1}).inputs());
   ASSERT_FALSE(out.isOk());
   EXPECT_EQ(out.status().code(), StatusCode::NotFound);
-  EXPECT_NE(out.status().message().find("no plan 'decode'"),
-            std::string::npos);
+  EXPECT_NE(out.status().message().find("no plan 'decode'"), std::string::npos);
 }
 
 TEST(ModelTest, WeightsInEveryFormatBind) {
@@ -253,7 +250,8 @@ TEST(ModelTest, BindsExpertStacksAndRank1Upcasts) {
 
 // --- Plan validation ------------------------------------------------------
 
-void expectLoadError(const TinyModel &m, const std::vector<std::string> &parts) {
+void expectLoadError(const TinyModel &m,
+                     const std::vector<std::string> &parts) {
   Status s = loadError(m);
   ASSERT_FALSE(s.isOk()) << "the artifact loaded";
   for (const std::string &p : parts)
@@ -270,11 +268,10 @@ TEST(PlanValidationTest, RejectsWrongArgKind) {
 
 TEST(PlanValidationTest, RejectsMatmulWidthMismatch) {
   TinyModel m = simpleModel();
-  m.weights[kLmHead] =
-      f32Weight("lm_head", {16, 4}, pseudoRandom(16 * 4, 3));
-  expectLoadError(m, {"dispatches[3] matmul", "args[0] 'x'",
-                      "8 values per row, expected 4",
-                      "the weight 'lm_head' K"});
+  m.weights[kLmHead] = f32Weight("lm_head", {16, 4}, pseudoRandom(16 * 4, 3));
+  expectLoadError(m,
+                  {"dispatches[3] matmul", "args[0] 'x'",
+                   "8 values per row, expected 4", "the weight 'lm_head' K"});
 }
 
 TEST(PlanValidationTest, RejectsMatmulOutputWidth) {
@@ -294,8 +291,8 @@ TEST(PlanValidationTest, RejectsNormWeightLength) {
 TEST(PlanValidationTest, RejectsUnknownKernel) {
   TinyModel m = simpleModel();
   m.plans[0].dispatches[1].kernel = "flash_attention";
-  expectLoadError(m, {"dispatches[1] flash_attention",
-                      "unknown kernel 'flash_attention'"});
+  expectLoadError(
+      m, {"dispatches[1] flash_attention", "unknown kernel 'flash_attention'"});
 }
 
 TEST(PlanValidationTest, RejectsArgCountAndAttrs) {
@@ -305,8 +302,8 @@ TEST(PlanValidationTest, RejectsArgCountAndAttrs) {
                       "ids, table, out"});
   m = simpleModel();
   m.plans[0].dispatches[1].floats.clear();
-  expectLoadError(m, {"dispatches[1] rms_norm",
-                      "0 ints and 0 floats, expected 0 and 1"});
+  expectLoadError(
+      m, {"dispatches[1] rms_norm", "0 ints and 0 floats, expected 0 and 1"});
 }
 
 TEST(PlanValidationTest, RejectsInPlaceMatmul) {
@@ -322,8 +319,8 @@ TEST(PlanValidationTest, RejectsInPlaceMatmul) {
 TEST(PlanValidationTest, RejectsBadPlanIo) {
   TinyModel m = simpleModel();
   m.plans[0].buffers[3].rows = fb::Rows::Tokens;
-  expectLoadError(m, {"plan 'prefill': input logit_rows",
-                      "expected I32 [Selected]"});
+  expectLoadError(
+      m, {"plan 'prefill': input logit_rows", "expected I32 [Selected]"});
   m = simpleModel();
   m.plans[0].inputs = {0, 1, 2};
   expectLoadError(m, {"has 3 inputs, expected 4"});
@@ -333,8 +330,8 @@ TEST(PlanValidationTest, RejectsVocabMismatchWithConfig) {
   TinyModel m = simpleModel();
   m.vocab = 17;
   m.weights[kEmbed] = f32Weight("embed", {17, 8}, pseudoRandom(17 * 8, 1));
-  expectLoadError(m, {"logits have 16 values per row",
-                      "config.vocab_size is 17"});
+  expectLoadError(m,
+                  {"logits have 16 values per row", "config.vocab_size is 17"});
 }
 
 TEST(PlanValidationTest, RejectsCacheWidthMismatch) {
@@ -406,7 +403,8 @@ TEST(SequenceTest, OpenTruncateClose) {
   ASSERT_TRUE(s0.isOk() && s1.isOk());
   EXPECT_EQ(s0->id(), 0);
   EXPECT_EQ(s1->id(), 1);
-  ASSERT_TRUE(model->run("prefill", prompt({1, 2, 3, 4, 5}, 1).inputs()).isOk());
+  ASSERT_TRUE(
+      model->run("prefill", prompt({1, 2, 3, 4, 5}, 1).inputs()).isOk());
   EXPECT_EQ(s1->length(), 5);
   EXPECT_EQ(s0->length(), 0);
   s1->truncate(2);

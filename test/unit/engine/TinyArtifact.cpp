@@ -46,16 +46,14 @@ std::vector<TinyBuffer> standardInputs() {
 namespace {
 
 void addStandardWeights(TinyModel &m) {
-  m.weights.push_back(
-      f32Weight("embed", {m.vocab, m.hidden},
-                pseudoRandom(size_t(m.vocab * m.hidden), 1)));
+  m.weights.push_back(f32Weight("embed", {m.vocab, m.hidden},
+                                pseudoRandom(size_t(m.vocab * m.hidden), 1)));
   std::vector<float> norm = pseudoRandom(size_t(m.hidden), 2, 0.5f);
   for (float &v : norm)
     v += 1.0f;
   m.weights.push_back(f32Weight("norm", {m.hidden}, norm));
-  m.weights.push_back(
-      f32Weight("lm_head", {m.vocab, m.hidden},
-                pseudoRandom(size_t(m.vocab * m.hidden), 3)));
+  m.weights.push_back(f32Weight("lm_head", {m.vocab, m.hidden},
+                                pseudoRandom(size_t(m.vocab * m.hidden), 3)));
 }
 
 } // namespace
@@ -109,7 +107,10 @@ TinyModel attentionModel(const std::vector<std::string> &plans) {
         {"rms_norm", {B(4), W(kNorm), B(5)}, {}, {1e-5f}, "norm"},
         {"kv_append", {C(0), B(1), B(2), B(5)}, {}, {}, "k"},
         {"kv_append", {C(1), B(1), B(2), B(4)}, {}, {}, "v"},
-        {"gqa_attention", {B(5), C(0), C(1), B(1), B(2), B(6)}, {2}, {0.5f},
+        {"gqa_attention",
+         {B(5), C(0), C(1), B(1), B(2), B(6)},
+         {2},
+         {0.5f},
          "attn"},
         {"add", {B(5), B(6), B(7)}, {}, {}, "residual"},
         {"rms_norm", {B(7), W(kNorm), B(10)}, {}, {1e-5f}, "final_norm"},
@@ -124,13 +125,12 @@ TinyModel attentionModel(const std::vector<std::string> &plans) {
 namespace {
 
 Offset<fb::Tokenizer> buildTokenizer(FlatBufferBuilder &fbb) {
-  std::vector<std::string> vocab = {"a", "b", "c", "ab", "Ġ", "Ġa", "d"};
+  std::vector<std::string> vocab = {"a", "b", "c", "ab", "Ġ", "Ġa", "Ċ"};
   vocab.resize(16);
   std::vector<std::string> merges = {"a b", "Ġ a"};
-  const char *specials[] = {"[gMASK]",         "<sop>",  "<|system|>",
-                            "<|user|>",        "<|assistant|>",
-                            "<|observation|>", "<think>", "</think>",
-                            "<|endoftext|>"};
+  const char *specials[] = {"[gMASK]",  "<sop>",         "<|system|>",
+                            "<|user|>", "<|assistant|>", "<|observation|>",
+                            "<think>",  "</think>",      "<|endoftext|>"};
   std::vector<Offset<fb::AddedToken>> added;
   for (int i = 0; i < 9; ++i)
     added.push_back(fb::CreateAddedTokenDirect(fbb, 7 + i, specials[i], true));

@@ -96,8 +96,8 @@ TinyModel attentionModel(const std::vector<std::string> &plans = {"prefill",
 /// The four standard inputs (buffers 0..3) every tiny plan starts with.
 std::vector<TinyBuffer> standardInputs();
 
-/// The tokenizer: ids 0..6 "a" "b" "c" "ab" "Ġ" "Ġa" "d", 7..15 the GLM
-/// chat tokens ([gMASK] <sop> <|system|> <|user|> <|assistant|>
+/// The tokenizer: ids 0..6 "a" "b" "c" "ab" "Ġ" "Ġa" "Ċ" (newline), 7..15 the
+/// GLM chat tokens ([gMASK] <sop> <|system|> <|user|> <|assistant|>
 /// <|observation|> <think> </think> <|endoftext|>).
 inline constexpr int32_t kEndOfText = 15;
 inline constexpr int32_t kUser = 10;
