@@ -8,6 +8,7 @@
 #ifndef KILN_FRONTENDS_GLM_MAPPEDFILE_H
 #define KILN_FRONTENDS_GLM_MAPPEDFILE_H
 
+#include "runtime/support/MappedFile.h"
 #include "runtime/support/Status.h"
 
 #include <cstdint>
@@ -21,29 +22,12 @@ struct ByteView {
   uint64_t size = 0;
 };
 
-class MappedFile {
-public:
-  /// Maps `path` read-only. An empty file maps to an empty view.
-  static Result<MappedFile> open(const std::string &path);
+/// The checkpoint readers map files with the runtime's MappedFile.
+using kiln::MappedFile;
 
-  MappedFile() = default;
-  MappedFile(MappedFile &&other) noexcept;
-  MappedFile &operator=(MappedFile &&other) noexcept;
-  MappedFile(const MappedFile &) = delete;
-  MappedFile &operator=(const MappedFile &) = delete;
-  ~MappedFile();
-
-  const std::string &path() const { return path_; }
-  ByteView bytes() const { return {data_, size_}; }
-  uint64_t size() const { return size_; }
-
-private:
-  void reset();
-
-  std::string path_;
-  const uint8_t *data_ = nullptr;
-  uint64_t size_ = 0;
-};
+inline ByteView bytesOf(const MappedFile &file) {
+  return {file.data(), file.size()};
+}
 
 } // namespace kiln::glm
 

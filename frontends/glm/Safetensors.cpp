@@ -266,7 +266,7 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::string &path,
   SafetensorsFile result;
   KILN_ASSIGN_OR_RETURN(result.file_, MappedFile::open(path));
   KILN_ASSIGN_OR_RETURN(result.header_,
-                        parseSafetensors(result.file_.bytes(), path, limits));
+                        parseSafetensors(bytesOf(result.file_), path, limits));
   return result;
 }
 

@@ -20,8 +20,8 @@
 #define KILN_RUNTIME_ARTIFACT_ARTIFACT_H
 
 #include "runtime/artifact/ArtifactFormat.h"
-#include "runtime/artifact/MappedFile.h"
 #include "runtime/artifact/kiln_artifact_generated.h"
+#include "runtime/support/MappedFile.h"
 #include "runtime/support/Status.h"
 
 #include <memory>

@@ -1,6 +1,6 @@
 //===- MappedFile.cpp - A read-only memory-mapped file --------------------===//
 
-#include "runtime/artifact/MappedFile.h"
+#include "runtime/support/MappedFile.h"
 
 #include <cerrno>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <utility>
 
-namespace kiln::artifact {
+namespace kiln {
 
 Result<MappedFile> MappedFile::open(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -27,8 +27,7 @@ Result<MappedFile> MappedFile::open(const std::string &path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return makeError(StatusCode::InvalidArgument, path,
-                     ": not a regular file, expected an artifact file");
+    return makeError(StatusCode::InvalidArgument, path, ": not a regular file");
   }
   MappedFile file;
   file.path_ = path;
@@ -71,4 +70,4 @@ void MappedFile::reset() {
   size_ = 0;
 }
 
-} // namespace kiln::artifact
+} // namespace kiln

@@ -5,15 +5,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_ARTIFACT_MAPPEDFILE_H
-#define KILN_RUNTIME_ARTIFACT_MAPPEDFILE_H
+#ifndef KILN_RUNTIME_SUPPORT_MAPPEDFILE_H
+#define KILN_RUNTIME_SUPPORT_MAPPEDFILE_H
 
 #include "runtime/support/Status.h"
 
 #include <cstdint>
 #include <string>
 
-namespace kiln::artifact {
+namespace kiln {
 
 class MappedFile {
 public:
@@ -40,6 +40,6 @@ private:
   uint64_t size_ = 0;
 };
 
-} // namespace kiln::artifact
+} // namespace kiln
 
-#endif // KILN_RUNTIME_ARTIFACT_MAPPEDFILE_H
+#endif // KILN_RUNTIME_SUPPORT_MAPPEDFILE_H
