@@ -9,6 +9,7 @@
 #include "passes/emit/EmitArtifact.h"
 
 #include "passes/emit/GpuKernels.h"
+#include "passes/emit/HostKernels.h"
 #include "passes/emit/PlanBuilder.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/ArtifactWriter.h"
@@ -19,6 +20,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 using namespace kiln;
@@ -202,6 +204,25 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
     object.elf.clear();
     gpuObjects.push_back(std::move(object));
   }
+  // Compiled x86-64 host kernels (HostKernels.cpp): one more code object.
+  HostKernelObject host;
+  uint32_t hostCodeObject = uint32_t(codeObjects.size());
+  if (options.hostKernels && targetsIncludeCpu(options.targets)) {
+    std::set<std::string> used;
+    for (const PlanSpec &p : program.plans)
+      for (const DispatchSpec &d : p.dispatches)
+        used.insert(std::string(abi::kKernelNames[size_t(d.kernel)]));
+    KILN_ASSIGN_OR_RETURN(host, emitHostKernels(*writer, used));
+    if (!host.symbols.empty()) {
+      auto target = fbb.CreateString(host.target);
+      auto triple = fbb.CreateString(host.triple);
+      fb::CodeObjectBuilder cb(fbb);
+      cb.add_target(target);
+      cb.add_triple(triple);
+      cb.add_data(&host.data);
+      codeObjects.push_back(cb.Finish());
+    }
+  }
   // Kernels: one per kernel the plans use and GPU specialization (none
   // for a cpu-only artifact), served on the CPU by the runtime's kernels.
   std::map<std::pair<abi::Kernel, std::string>, uint32_t> kernelIndex;
@@ -238,8 +259,18 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
       if (!object.symbols.empty())
         ++codeObject;
     }
-    auto name = fbb.CreateString(
-        std::string(abi::kKernelNames[size_t(kernelAndKey.first)]));
+    std::string kernelName(abi::kKernelNames[size_t(kernelAndKey.first)]);
+    auto hostIt = host.symbols.find(kernelName);
+    if (hostIt != host.symbols.end()) {
+      auto target = fbb.CreateString(host.target);
+      auto symbol = fbb.CreateString(hostIt->second);
+      fb::KernelSymbolBuilder sb(fbb);
+      sb.add_target(target);
+      sb.add_symbol(symbol);
+      sb.add_code_object(hostCodeObject);
+      symbols.push_back(sb.Finish());
+    }
+    auto name = fbb.CreateString(kernelName);
     flatbuffers::Offset<
         flatbuffers::Vector<flatbuffers::Offset<fb::KernelSymbol>>>
         symbolVec;

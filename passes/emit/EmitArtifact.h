@@ -19,6 +19,9 @@ struct CompileOptions {
   std::string targets = "cpu";
   uint64_t maxFileBytes = uint64_t(64) << 30;
   int specDefault = 3;
+  /// With cpu among the targets: compile the host kernels into an x86-64
+  /// shared object (passes/emit/HostKernels.h).
+  bool hostKernels = true;
 };
 
 /// Lowers the fused module to execution plans, streams the weights

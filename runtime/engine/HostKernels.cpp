@@ -38,8 +38,9 @@ Result<std::unique_ptr<HostKernels>> HostKernels::load(
   std::unique_ptr<HostKernels> h(new HostKernels());
   h->fd_ = memfd_create("kiln_host_kernels", MFD_CLOEXEC);
   if (h->fd_ < 0)
-    return makeError(StatusCode::Internal,
-                     "host kernels: memfd_create failed: ", std::strerror(errno));
+    return makeError(
+        StatusCode::Internal,
+        "host kernels: memfd_create failed: ", std::strerror(errno));
   for (size_t done = 0; done < size;) {
     ssize_t n = write(h->fd_, data + done, size - done);
     if (n < 0 && errno == EINTR)

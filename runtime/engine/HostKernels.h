@@ -1,4 +1,5 @@
-//===- HostKernels.h - Compiled x86-64 kernels from the artifact -*- C++ -*-===//
+//===- HostKernels.h - Compiled x86-64 kernels from the artifact -*- C++
+//-*-===//
 //
 // The artifact may carry an x86-64 ELF shared object that kiln-compile built
 // (passes/codegen/x86) for some kernels of the elementwise family. At load

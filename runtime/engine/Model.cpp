@@ -5,6 +5,8 @@
 #include "runtime/engine/TokenizerTable.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace kiln::engine {
@@ -90,8 +92,21 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
     model->cacheOwners_.push_back(owner);
   }
 
+  const char *hostEnv = std::getenv("KILN_HOST_KERNELS");
+  if (options.hostKernels && !(hostEnv && std::string(hostEnv) == "0")) {
+    std::string note;
+    Result<std::unique_ptr<HostKernels>> host =
+        HostKernels::fromArtifact(*model->artifact_, &note);
+    if (!host.isOk())
+      return fail(host.status());
+    if (!note.empty())
+      std::fprintf(stderr, "kiln: note: %s\n", note.c_str());
+    model->hostKernels_ = std::move(host).value();
+  }
+
   ExecContext ctx;
   ctx.meta = &meta;
+  ctx.host = model->hostKernels_.get();
   ctx.weights = &model->weights_;
   ctx.caches = &model->caches_;
   ctx.pool = model->pool_.get();

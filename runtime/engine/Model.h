@@ -23,6 +23,7 @@
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cpu/attention/PagedKvCache.h"
 #include "runtime/cpu/attention/Workspace.h"
+#include "runtime/engine/HostKernels.h"
 #include "runtime/engine/PlanRunner.h"
 #include "runtime/engine/Weights.h"
 #include "runtime/support/Status.h"
@@ -45,6 +46,9 @@ struct LoadOptions {
   int64_t pageRows = 256;
   /// Pages each cache may hold at once (0: unlimited).
   int64_t maxCachePages = 0;
+  /// Run the artifact's compiled x86-64 kernels where it has them
+  /// (HostKernels.h); KILN_HOST_KERNELS=0 in the environment also disables.
+  bool hostKernels = true;
 };
 
 /// The model facts from the artifact's ModelConfig.
@@ -130,6 +134,7 @@ private:
   std::vector<std::string> cacheOwners_;
   cpu::Workspace workspace_;
   cpu::Arena arena_;
+  std::unique_ptr<HostKernels> hostKernels_;
   std::vector<std::unique_ptr<PlanRunner>> plans_;
   std::vector<bool> sequenceUsed_;
 };

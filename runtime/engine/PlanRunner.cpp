@@ -11,6 +11,7 @@
 #include "runtime/cpu/attention/Gqa.h"
 #include "runtime/cpu/attention/Indexer.h"
 #include "runtime/cpu/attention/KvCache.h"
+#include "runtime/engine/HostKernels.h"
 
 #include <cstring>
 #include <new>
@@ -234,6 +235,7 @@ Status PlanRunner::execute(const Step &s) {
                      abi::kKernelNames[size_t(s.kernel)], ": ", args...);
   };
   cpu::ThreadPool &pool = *ctx_.pool;
+  const HostKernels *host = ctx_.host;
 
   switch (s.kernel) {
   case Kernel::Embedding: {
@@ -248,8 +250,12 @@ Status PlanRunner::execute(const Step &s) {
     return Status::ok();
   }
   case Kernel::RmsNorm:
-    cpu::rmsNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                 weight(1).values, s.floats[0], f32(buf(2)));
+    if (host && host->rmsNorm && weight(1).values)
+      host->rmsNorm(f32(buf(0)), weight(1).values, f32(buf(2)),
+                    rows(0) * elems(0) / s.cols, s.cols, s.floats[0]);
+    else
+      cpu::rmsNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                   weight(1).values, s.floats[0], f32(buf(2)));
     return Status::ok();
   case Kernel::LayerNorm:
     cpu::layerNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
@@ -270,16 +276,28 @@ Status PlanRunner::execute(const Step &s) {
     return Status::ok();
   }
   case Kernel::Sigmoid:
-    cpu::sigmoid(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
+    if (host && host->sigmoid)
+      host->sigmoid(f32(buf(0)), f32(buf(1)), rows(0) * elems(0));
+    else
+      cpu::sigmoid(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
     return Status::ok();
   case Kernel::Silu:
-    cpu::silu(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
+    if (host && host->silu)
+      host->silu(f32(buf(0)), f32(buf(1)), rows(0) * elems(0));
+    else
+      cpu::silu(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
     return Status::ok();
   case Kernel::Relu:
-    cpu::relu(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
+    if (host && host->relu)
+      host->relu(f32(buf(0)), f32(buf(1)), rows(0) * elems(0));
+    else
+      cpu::relu(f32(buf(0)), rows(0) * elems(0), f32(buf(1)));
     return Status::ok();
   case Kernel::Scale:
-    cpu::scale(f32(buf(0)), rows(0) * elems(0), s.floats[0], f32(buf(1)));
+    if (host && host->scale)
+      host->scale(f32(buf(0)), f32(buf(1)), rows(0) * elems(0), s.floats[0]);
+    else
+      cpu::scale(f32(buf(0)), rows(0) * elems(0), s.floats[0], f32(buf(1)));
     return Status::ok();
   case Kernel::Add:
   case Kernel::Mul: {
@@ -289,7 +307,12 @@ Status PlanRunner::execute(const Step &s) {
     int64_t total = rows(2) * elems(2);
     int64_t cols = s.broadcast ? s.cols : elems(2);
     int64_t n = cols > 0 ? total / cols : 0;
-    if (s.kernel == Kernel::Add)
+    HostBinaryFn compiled = nullptr;
+    if (host)
+      compiled = s.kernel == Kernel::Add ? host->add : host->mul;
+    if (compiled)
+      compiled(x, y, f32(buf(2)), n, cols, s.broadcast ? 1 : 0);
+    else if (s.kernel == Kernel::Add)
       cpu::add(x, y, n, cols, f32(buf(2)), s.broadcast);
     else
       cpu::mul(x, y, n, cols, f32(buf(2)), s.broadcast);

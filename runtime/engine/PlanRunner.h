@@ -39,6 +39,8 @@
 
 namespace kiln::engine {
 
+class HostKernels;
+
 /// One call's inputs (KernelAbi.h PlanInput). Pointers are read during
 /// run() only.
 struct PlanInputs {
@@ -71,6 +73,8 @@ struct ExecContext {
   cpu::Arena *arena = nullptr;
   /// Positions must stay below this (0: no limit).
   int64_t maxPositions = 0;
+  /// Compiled kernels from the artifact (HostKernels.h); null: built-ins.
+  const HostKernels *host = nullptr;
 };
 
 /// Limits on one call.

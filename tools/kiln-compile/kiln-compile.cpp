@@ -63,6 +63,11 @@ static cl::opt<std::string> cacheType("kv-cache-type",
 static cl::opt<std::string> targets("target",
                                     cl::desc("Targets: cpu, gfx950, gfx942"),
                                     cl::init("cpu"), cl::cat(category));
+static cl::opt<bool> noHostKernels(
+    "no-host-kernels",
+    cl::desc("Do not compile the x86-64 host kernels (the runtime's built-in "
+             "kernels run)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<uint64_t> maxFileBytes(
     "max-file-size",
     cl::desc("Split the artifact into files of at most this many bytes"),
@@ -141,6 +146,7 @@ int main(int argc, char **argv) {
     options.targets = targets;
     options.maxFileBytes = maxFileBytes;
     options.specDefault = specDefault;
+    options.hostKernels = !noHostKernels;
     Status status =
         compileArtifact(*module, *config, *checkpoint, inputPath, options);
     if (!status.isOk())
