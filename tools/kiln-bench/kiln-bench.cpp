@@ -3,6 +3,7 @@
 //   kiln-bench model.kiln [--threads 1,2] [--batch 1,4] [--prompt-tokens 128]
 //              [--decode-tokens 32] [--membw] [--results FILE] [--label TEXT]
 //   kiln-bench --membw [--threads 1,2]
+//   kiln-bench model.kiln --spec K [--decode-tokens D]
 //
 // Prefill tok/s (one sequence, --prompt-tokens), decode time per step and
 // tok/s at each batch size (each sequence with a --prompt-tokens context),
@@ -11,11 +12,17 @@
 // copy bandwidth in the same run (STREAM convention: 2 x bytes copied per
 // second), so the two can be compared. Each row is also appended, as a
 // Markdown table row, to --results (default bench/RESULTS.md when it exists).
+// With --spec K it also generates D tokens greedily from a fixed code prompt
+// with and without speculation and reports both tok/s, the mean accepted
+// drafts per round, the acceptance by position, and the speed-up the
+// acceptance predicts from the measured step costs.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
+#include "runtime/engine/SpecDecoder.h"
 #include "tools/kiln-bench/WeightTraffic.h"
 
 #include <algorithm>
@@ -46,6 +53,7 @@ struct Options {
   int64_t promptTokens = 128;
   int64_t decodeTokens = 32;
   bool membw = false;
+  int spec = 0;
   std::string results;
   std::string label;
   std::string command;
@@ -55,7 +63,8 @@ struct Options {
   std::fprintf(stderr,
                "kiln-bench: %s\nusage: kiln-bench MODEL.kiln [--threads N,...] "
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
-               "[--membw] [--results FILE] [--label TEXT]\n       kiln-bench "
+               "[--membw] [--spec K] [--results FILE] [--label TEXT]\n       "
+               "kiln-bench "
                "--membw [--threads N,...]\n",
                message.c_str());
   std::exit(2);
@@ -99,6 +108,8 @@ Options parse(int argc, char **argv) {
       o.promptTokens = parseList<int64_t>(a, value(), 1, 1 << 20)[0];
     else if (a == "--decode-tokens")
       o.decodeTokens = parseList<int64_t>(a, value(), 1, 1 << 16)[0];
+    else if (a == "--spec")
+      o.spec = parseList<int>(a, value(), 0, 16)[0];
     else if (a == "--membw")
       o.membw = true;
     else if (a == "--results")
@@ -203,8 +214,9 @@ void appendResults(const Options &o, const std::vector<Row> &rows) {
 Status step(engine::Model &model, const char *plan,
             const std::vector<int32_t> &ids, const std::vector<int32_t> &seqs,
             const std::vector<int32_t> &positions,
-            const std::vector<int32_t> &rows) {
+            const std::vector<int32_t> &rows, const float *hiddenIn = nullptr) {
   engine::PlanInputs in;
+  in.hiddenIn = hiddenIn;
   in.tokenIds = ids.data();
   in.seqIds = seqs.data();
   in.positions = positions.data();
@@ -213,6 +225,113 @@ Status step(engine::Model &model, const char *plan,
   in.logitCount = int64_t(rows.size());
   auto out = model.run(plan, in);
   return out.isOk() ? Status::ok() : out.status();
+}
+
+/// Mean seconds of `plan` over `reps` runs of `t` rows on a sequence with
+/// `context` cached positions (the rows are rolled back after each run).
+Result<double> stepTime(engine::Model &model, const char *plan, int64_t t,
+                        int64_t context, int reps, int64_t hidden) {
+  KILN_ASSIGN_OR_RETURN(int32_t seq, model.openSequence());
+  const size_t n = static_cast<size_t>(context);
+  std::vector<int32_t> ids(n, 1), seqs(n, seq), pos(n);
+  for (size_t i = 0; i < n; ++i)
+    pos[i] = int32_t(i);
+  // Fill the caches the plan reads (the draft plan has its own).
+  bool draft = std::string(plan) == engine::kDraftPlan;
+  std::vector<float> zeros(draft ? n * size_t(hidden) : 0, 0.0f);
+  KILN_RETURN_IF_ERROR(step(model, draft ? plan : engine::kPrefillPlan, ids,
+                            seqs, pos, {int32_t(n - 1)},
+                            draft ? zeros.data() : nullptr));
+  const size_t rows = static_cast<size_t>(t);
+  std::vector<int32_t> tid(rows, 1), tseq(rows, seq), tpos(rows), lrows(rows);
+  std::vector<float> hid(rows * size_t(hidden), 0.0f);
+  for (size_t i = 0; i < rows; ++i) {
+    tpos[i] = int32_t(context + int64_t(i));
+    lrows[i] = int32_t(i);
+  }
+  double total = 0;
+  for (int r = 0; r < reps; ++r) {
+    engine::PlanInputs in;
+    in.tokenIds = tid.data();
+    in.seqIds = tseq.data();
+    in.positions = tpos.data();
+    in.tokens = t;
+    in.logitRows = lrows.data();
+    in.logitCount = t;
+    in.hiddenIn = hid.data();
+    double t0 = now();
+    auto out = model.run(plan, in);
+    if (!out.isOk())
+      return out.status();
+    total += now() - t0;
+    model.truncate(seq, context);
+  }
+  model.closeSequence(seq);
+  return total / reps;
+}
+
+int fail(const Status &s);
+
+/// Greedy generation with and without speculation, and the prediction.
+int benchSpec(engine::Model &model, const Options &o, int threads,
+              std::vector<Row> &rows) {
+  if (!model.hasPlan(engine::kDraftPlan) || !model.tokenizer()) {
+    std::fprintf(stderr, "kiln-bench: --spec needs an artifact with a draft "
+                         "plan and a tokenizer\n");
+    return 1;
+  }
+  auto prompt = model.tokenizer()->encode(
+      "class Stack:\n    def __init__(self, items=None):\n", true);
+  if (!prompt.isOk())
+    return fail(prompt.status());
+  engine::GenerateOptions g;
+  g.maxNewTokens = o.decodeTokens;
+  g.ignoreEos = true;
+  auto plain = engine::generate(model, *prompt, g);
+  if (!plain.isOk())
+    return fail(plain.status());
+  engine::SpecStats stats;
+  auto spec = engine::generateSpeculative(model, *prompt, g, o.spec, &stats);
+  if (!spec.isOk())
+    return fail(spec.status());
+  bool same = plain->tokens == spec->tokens;
+  int64_t ctx = int64_t(prompt->size()) + o.decodeTokens / 2;
+  int64_t h = model.info().hiddenSize;
+  auto tDecode = stepTime(model, engine::kDecodePlan, 1, ctx, 20, h);
+  auto tVerify = stepTime(model, engine::kPrefillPlan, o.spec + 1, ctx, 20, h);
+  auto tDraft = stepTime(model, engine::kDraftPlan, 1, ctx, 20, h);
+  if (!tDecode.isOk() || !tVerify.isOk() || !tDraft.isOk())
+    return fail(!tDecode.isOk()   ? tDecode.status()
+                : !tVerify.isOk() ? tVerify.status()
+                                  : tDraft.status());
+  double a = stats.meanAccepted();
+  // Per round: one verify over k+1 rows and k draft steps (the first is the
+  // catch-up row, the others chained), emitting a + 1 tokens.
+  double predicted = (1.0 + a) * *tDecode / (*tVerify + o.spec * *tDraft);
+  double measured =
+      spec->stats.decodeTokPerS / std::max(1e-9, plain->stats.decodeTokPerS);
+  std::string rates;
+  for (double r : stats.acceptRateByPosition())
+    rates += (rates.empty() ? "" : " ") + std::to_string(r).substr(0, 5);
+  std::printf("spec k=%d, %d thread(s): greedy output %s; decode %.1f tok/s "
+              "without, %.1f tok/s with (x%.2f); mean accepted %.3f over %lld "
+              "rounds, by position [%s]; step costs decode %.2f ms, verify "
+              "%.2f ms, draft %.2f ms -> predicted x%.2f\n",
+              o.spec, threads, same ? "identical" : "DIFFERENT",
+              plain->stats.decodeTokPerS, spec->stats.decodeTokPerS, measured,
+              a, (long long)stats.rounds, rates.c_str(), *tDecode * 1e3,
+              *tVerify * 1e3, *tDraft * 1e3, predicted);
+  rows.push_back({"decode, no speculation", threads, 1,
+                  plain->stats.decodeTokPerS, 1e3 / plain->stats.decodeTokPerS,
+                  0, 0});
+  char what[160];
+  std::snprintf(what, sizeof(what),
+                "decode, --spec %d (mean accepted %.2f, predicted x%.2f, "
+                "measured x%.2f)",
+                o.spec, a, predicted, measured);
+  rows.push_back({what, threads, 1, spec->stats.decodeTokPerS,
+                  1e3 / spec->stats.decodeTokPerS, 0, 0});
+  return same ? 0 : 1;
 }
 
 int fail(const Status &s) {
@@ -239,6 +358,11 @@ int main(int argc, char **argv) {
     if (!loaded.isOk())
       return fail(loaded.status());
     engine::Model &model = **loaded;
+    if (o.spec > 0) {
+      if (int rc = benchSpec(model, o, threads, rows))
+        return rc;
+      continue;
+    }
     const int64_t vocab = model.info().vocabSize;
     std::mt19937 rng(1);
     std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
