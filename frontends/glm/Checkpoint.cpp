@@ -24,7 +24,8 @@ bool endsWith(std::string_view text, std::string_view suffix) {
          text.substr(text.size() - suffix.size()) == suffix;
 }
 
-Result<std::string> readSmallFile(const std::string &path, uint64_t limit) {
+Result<std::string> readSmallFile(const std::string &path, uint64_t limit,
+                                  const char *limitName) {
   std::error_code ec;
   uint64_t size = fs::file_size(path, ec);
   if (ec)
@@ -32,7 +33,8 @@ Result<std::string> readSmallFile(const std::string &path, uint64_t limit) {
                      ": cannot read: ", ec.message());
   if (size > limit)
     return makeError(StatusCode::ResourceExhausted, path,
-                     ": file exceeds the limit of ", limit, " bytes: ", size);
+                     ": file exceeds the limit ", limitName, " (", limit,
+                     " bytes): ", size, " bytes");
   std::ifstream in(path, std::ios::binary);
   std::string text(size, '\0');
   if (!in.read(text.data(), static_cast<std::streamsize>(size)))
@@ -47,28 +49,54 @@ bool isPlainFileName(const std::string &name) {
          name.find('\0') == std::string::npos;
 }
 
+// Thrown by the parse callback to stop reading an index over a limit.
+struct IndexLimitExceeded {
+  Status status;
+};
+
 // Parses the index into tensor -> shard. Duplicate tensor names in
-// weight_map are rejected (nlohmann would keep the last silently).
+// weight_map are rejected (nlohmann would keep the last silently), and so
+// are more than maxIndexTensors entries or a name longer than any shard
+// accepts, before the rest of the file is read.
 Result<std::map<std::string, std::string>>
-parseIndex(const std::string &indexPath) {
-  KILN_ASSIGN_OR_RETURN(std::string text,
-                        readSmallFile(indexPath, kMaxIndexBytes));
+parseIndex(const std::string &indexPath, const CheckpointLimits &limits) {
+  KILN_ASSIGN_OR_RETURN(
+      std::string text,
+      readSmallFile(indexPath, limits.maxIndexBytes, "maxIndexBytes"));
   std::string topKey, duplicate;
   std::set<std::string> seen;
+  uint64_t maxName = limits.safetensors.maxTensorNameBytes;
   auto callback = [&](int depth, json::parse_event_t event, json &parsed) {
     if (event != json::parse_event_t::key || !parsed.is_string())
       return true;
     const std::string &key = parsed.get_ref<const std::string &>();
-    if (depth == 1)
+    if (depth == 1) {
       topKey = key;
-    else if (depth == 2 && topKey == "weight_map" && !seen.insert(key).second &&
-             duplicate.empty())
+      return true;
+    }
+    if (depth != 2 || topKey != "weight_map")
+      return true;
+    if (key.size() > maxName)
+      throw IndexLimitExceeded{makeError(StatusCode::ResourceExhausted,
+                                         indexPath, ": weight_map tensor ",
+                                         quoteForMessage(key),
+                                         " has a name longer than the limit "
+                                         "maxTensorNameBytes (",
+                                         maxName, "): ", key.size(), " bytes")};
+    if (!seen.insert(key).second && duplicate.empty())
       duplicate = key;
+    if (seen.size() > limits.maxIndexTensors)
+      throw IndexLimitExceeded{makeError(
+          StatusCode::ResourceExhausted, indexPath,
+          ": weight_map tensor count exceeds the limit maxIndexTensors (",
+          limits.maxIndexTensors, "): ", seen.size(), " read so far")};
     return true;
   };
   json index;
   try {
     index = json::parse(text, callback);
+  } catch (const IndexLimitExceeded &e) {
+    return e.status;
   } catch (const json::exception &e) {
     return makeError(StatusCode::InvalidArgument, indexPath,
                      ": not valid JSON: ", e.what());
@@ -108,7 +136,8 @@ parseIndex(const std::string &indexPath) {
 
 } // namespace
 
-Result<Checkpoint> Checkpoint::open(const std::string &path) {
+Result<Checkpoint> Checkpoint::open(const std::string &path,
+                                    const CheckpointLimits &limits) {
   Checkpoint ckpt;
   ckpt.path_ = path;
   std::error_code ec;
@@ -137,22 +166,23 @@ Result<Checkpoint> Checkpoint::open(const std::string &path) {
   }
 
   if (!singlePath.empty()) {
-    KILN_ASSIGN_OR_RETURN(SafetensorsFile file,
-                          SafetensorsFile::open(singlePath));
+    KILN_ASSIGN_OR_RETURN(
+        SafetensorsFile file,
+        SafetensorsFile::open(singlePath, limits.safetensors));
     ckpt.files_.push_back(std::move(file));
     KILN_RETURN_IF_ERROR(ckpt.indexTensors());
     return ckpt;
   }
 
   ckpt.sharded_ = true;
-  KILN_ASSIGN_OR_RETURN(auto weightMap, parseIndex(indexPath));
+  KILN_ASSIGN_OR_RETURN(auto weightMap, parseIndex(indexPath, limits));
   std::map<std::string, std::vector<std::string>> byShard;
   for (const auto &[tensor, shard] : weightMap)
     byShard[shard].push_back(tensor);
-  if (byShard.size() > kMaxShards)
+  if (byShard.size() > limits.maxShards)
     return makeError(StatusCode::ResourceExhausted, indexPath,
-                     ": shard count exceeds kMaxShards (", kMaxShards,
-                     "): ", byShard.size());
+                     ": shard count exceeds the limit maxShards (",
+                     limits.maxShards, "): ", byShard.size());
   fs::path dir = fs::path(indexPath).parent_path();
   for (const auto &[shard, tensors] : byShard) {
     std::string shardPath = (dir / shard).string();
@@ -163,7 +193,7 @@ Result<Checkpoint> Checkpoint::open(const std::string &path) {
                        tensors.size() - 1,
                        " more) but the file does not exist");
     KILN_ASSIGN_OR_RETURN(SafetensorsFile file,
-                          SafetensorsFile::open(shardPath));
+                          SafetensorsFile::open(shardPath, limits.safetensors));
     for (const std::string &tensor : tensors)
       if (!file.find(tensor))
         return makeError(StatusCode::NotFound, indexPath, ": tensor ",

@@ -27,6 +27,20 @@ inline constexpr const char *kSingleFileName = "model.safetensors";
 inline constexpr const char *kIndexFileName = "model.safetensors.index.json";
 inline constexpr uint64_t kMaxIndexBytes = 256ull << 20;
 inline constexpr uint64_t kMaxShards = 1u << 16;
+/// GLM-5 names about 10^5 tensors; the bound keeps a hostile index's parse
+/// (a few hundred bytes of memory per entry) well under a gigabyte.
+inline constexpr uint64_t kMaxIndexTensors = 1u << 22;
+
+/// Limits that protect Checkpoint::open from hostile files. Errors quote the
+/// limit's name and the value found; tests and fuzzers may lower them.
+struct CheckpointLimits {
+  uint64_t maxIndexBytes = kMaxIndexBytes;
+  uint64_t maxShards = kMaxShards;
+  /// Entries of the index's weight_map.
+  uint64_t maxIndexTensors = kMaxIndexTensors;
+  /// For every shard; its maxTensorNameBytes also bounds weight_map names.
+  SafetensorsLimits safetensors;
+};
 
 class Checkpoint {
 public:
@@ -38,7 +52,8 @@ public:
 
   /// `path` is a checkpoint directory, a `.safetensors` file or an index
   /// `.json` file.
-  static Result<Checkpoint> open(const std::string &path);
+  static Result<Checkpoint> open(const std::string &path,
+                                 const CheckpointLimits &limits = {});
 
   /// What was opened (directory or file), for messages.
   const std::string &path() const { return path_; }

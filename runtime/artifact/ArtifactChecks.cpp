@@ -72,22 +72,28 @@ Status Checker::checkConfig() {
   if (empty(config->family()))
     return error(StatusCode::InvalidArgument,
                  "config.family: missing, expected e.g. \"glm_moe_dsa\"");
-  struct Positive {
+  struct Bounded {
     const char *name;
     int64_t value;
+    const char *limitName;
+    int64_t limit;
   };
-  for (Positive field :
-       {Positive{"hidden_size", config->hidden_size()},
-        Positive{"vocab_size", config->vocab_size()},
-        Positive{"num_layers", config->num_layers()},
-        Positive{"max_position_embeddings", config->max_position_embeddings()}})
+  for (Bounded field :
+       {Bounded{"hidden_size", config->hidden_size(), "MAX_HIDDEN_SIZE",
+                MAX_HIDDEN_SIZE},
+        Bounded{"vocab_size", config->vocab_size(), "MAX_VOCAB_SIZE",
+                MAX_VOCAB_SIZE},
+        Bounded{"num_layers", config->num_layers(), "MAX_LAYERS", MAX_LAYERS},
+        Bounded{"max_position_embeddings", config->max_position_embeddings(),
+                "MAX_DIM", MAX_DIM}}) {
     if (field.value <= 0)
       return error(StatusCode::InvalidArgument, "config.", field.name, " is ",
                    field.value, ", expected > 0");
-  if (config->vocab_size() > INT32_MAX)
-    return error(StatusCode::InvalidArgument, "config.vocab_size is ",
-                 config->vocab_size(), ", expected at most ", INT32_MAX,
-                 " (token ids are int32)");
+    if (field.value > field.limit)
+      return error(StatusCode::ResourceExhausted, "config.", field.name,
+                   " exceeds the limit ", field.limitName, " (", field.limit,
+                   "): ", field.value);
+  }
   vocabSize_ = config->vocab_size();
   if (const auto *eos = config->eos_token_ids())
     for (uint32_t i = 0; i < eos->size(); ++i)
@@ -99,6 +105,10 @@ Status Checker::checkConfig() {
                  "config.mtp_layers and config.default_spec_k are ",
                  config->mtp_layers(), " and ", config->default_spec_k(),
                  ", expected >= 0");
+  if (config->mtp_layers() > MAX_MTP_LAYERS)
+    return error(StatusCode::ResourceExhausted,
+                 "config.mtp_layers exceeds the limit MAX_MTP_LAYERS (",
+                 MAX_MTP_LAYERS, "): ", config->mtp_layers());
   return Status::ok();
 }
 
@@ -271,11 +281,22 @@ Status Checker::checkPlan(const fb::Plan &plan, const std::string &what) {
     if (rank + 1 > MAX_RANK)
       return error(StatusCode::InvalidArgument, buf, ": row_shape has ", rank,
                    " dims, expected at most ", MAX_RANK - 1);
+    uint64_t rowElements = 1;
     for (uint32_t d = 0; d < rank; ++d) {
       int64_t dim = b.row_shape()->Get(d);
       if (dim < 1 || dim > MAX_DIM)
         return error(StatusCode::InvalidArgument, buf, ": row_shape[", d,
                      "] is ", dim, ", expected 1 to ", MAX_DIM);
+      if (__builtin_mul_overflow(rowElements, static_cast<uint64_t>(dim),
+                                 &rowElements) ||
+          rowElements > MAX_ELEMENTS) {
+        std::string shape;
+        for (uint32_t k = 0; k < rank; ++k)
+          shape += (k ? ", " : "") + std::to_string(b.row_shape()->Get(k));
+        return error(StatusCode::ResourceExhausted, buf, ": row_shape [", shape,
+                     "] has more elements than the limit MAX_ELEMENTS (",
+                     MAX_ELEMENTS, ")");
+      }
     }
   }
   for (auto [list, field] : {std::pair{plan.inputs(), "inputs"},

@@ -26,6 +26,13 @@ inline constexpr size_t MAX_RANK = 8;
 inline constexpr int64_t MAX_DIM = int64_t(1) << 40;
 inline constexpr uint64_t MAX_ELEMENTS = uint64_t(1) << 50;
 inline constexpr uint32_t MAX_FILES = 1 << 16;
+/// Limits on ModelConfig, as config.json's (frontends/glm/Config.h), so that
+/// sizes the runtime derives from them (hidden x tokens x 4 bytes, a row of
+/// logits) cannot overflow. MAX_VOCAB_SIZE is the tokenizer's kMaxVocabSize.
+inline constexpr int64_t MAX_HIDDEN_SIZE = int64_t(1) << 24;
+inline constexpr int64_t MAX_VOCAB_SIZE = int64_t(1) << 24;
+inline constexpr int64_t MAX_LAYERS = 4096;
+inline constexpr int32_t MAX_MTP_LAYERS = 16;
 
 /// FlatBuffers verifier limits. Deep enough for the schema (Artifact > plans
 /// > Plan > dispatches > Dispatch > args is 6) with room for appended fields;

@@ -8,6 +8,11 @@ namespace kiln {
 
 Result<PreTokenizer>
 PreTokenizer::create(const std::vector<PreTokenizerStep> &steps) {
+  if (steps.size() > kMaxPreTokenizerSteps)
+    return makeError(StatusCode::ResourceExhausted,
+                     "pre-tokenizer steps exceed the limit "
+                     "kMaxPreTokenizerSteps (",
+                     kMaxPreTokenizerSteps, "): ", steps.size());
   PreTokenizer pre;
   for (size_t i = 0; i < steps.size(); ++i) {
     const PreTokenizerStep &s = steps[i];

@@ -19,7 +19,8 @@ struct Regex::Code {
 
 struct RegexScratch::State {
   pcre2_match_data *matchData = nullptr;
-  pcre2_match_context *context = nullptr; // with a large JIT stack
+  // The match limits, and a large JIT stack once one was needed.
+  pcre2_match_context *context = nullptr;
   pcre2_jit_stack *jitStack = nullptr;
   ~State() {
     pcre2_match_data_free(matchData);
@@ -61,19 +62,25 @@ std::string onigurumaToPcre2(const std::string &pattern) {
 
 Result<Regex> Regex::compile(const std::string &source,
                              const std::string &context) {
+  if (source.size() > kMaxRegexPatternBytes)
+    return makeError(StatusCode::ResourceExhausted, context, ": a pattern of ",
+                     source.size(),
+                     " bytes exceeds the limit kMaxRegexPatternBytes (",
+                     kMaxRegexPatternBytes, ")");
   std::string pattern = onigurumaToPcre2(source);
   int errorCode = 0;
   PCRE2_SIZE errorOffset = 0;
-  pcre2_code *code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
-                                   pattern.size(), PCRE2_UTF | PCRE2_UCP,
-                                   &errorCode, &errorOffset, nullptr);
+  pcre2_code *code = pcre2_compile(
+      reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+      PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &errorCode, &errorOffset,
+      nullptr);
   if (!code) {
     PCRE2_UCHAR buffer[256];
     pcre2_get_error_message(errorCode, buffer, sizeof(buffer));
-    return makeError(StatusCode::InvalidArgument, context,
-                     ": invalid regex at offset ", errorOffset, ": ",
-                     reinterpret_cast<const char *>(buffer), " (pattern ",
-                     pattern, ")");
+    return makeError(
+        StatusCode::InvalidArgument, context, ": invalid regex at offset ",
+        errorOffset, ": ", reinterpret_cast<const char *>(buffer), " (pattern ",
+        pattern.size() > 200 ? pattern.substr(0, 200) + "..." : pattern, ")");
   }
   Regex regex;
   regex.code_ = std::make_unique<Code>();
@@ -90,9 +97,13 @@ Status Regex::findAll(std::string_view subject, RegexScratch &scratch,
   if (!st.matchData) {
     // Two ovector pairs are enough: only the whole match is used.
     st.matchData = pcre2_match_data_create(2, nullptr);
-    if (!st.matchData)
+    st.context = pcre2_match_context_create(nullptr);
+    if (!st.matchData || !st.context)
       return makeError(StatusCode::ResourceExhausted,
                        "cannot allocate PCRE2 match data");
+    pcre2_set_match_limit(st.context, kRegexMatchLimit);
+    pcre2_set_depth_limit(st.context, kRegexDepthLimit);
+    pcre2_set_heap_limit(st.context, kRegexHeapLimitKiB);
   }
   auto subjectPtr = reinterpret_cast<PCRE2_SPTR>(subject.data());
   size_t size = subject.size();
@@ -104,8 +115,7 @@ Status Regex::findAll(std::string_view subject, RegexScratch &scratch,
       // Retry once with a larger JIT stack.
       st.jitStack =
           pcre2_jit_stack_create(kJitStackStart, kJitStackMax, nullptr);
-      st.context = pcre2_match_context_create(nullptr);
-      if (!st.jitStack || !st.context)
+      if (!st.jitStack)
         return makeError(StatusCode::ResourceExhausted,
                          "cannot allocate a PCRE2 JIT stack");
       pcre2_jit_stack_assign(st.context, nullptr, st.jitStack);

@@ -11,6 +11,7 @@
 
 #include "runtime/support/Status.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,10 +41,27 @@ private:
 /// Unicode's White_Space property, does not. Text in `\Q...\E` is kept.
 std::string onigurumaToPcre2(const std::string &pattern);
 
+/// The longest pattern compiled (GLM's is about 150 bytes; PCRE2's own
+/// limit on the compiled size is near 64 KiB).
+inline constexpr size_t kMaxRegexPatternBytes = 16 * 1024;
+/// Limits on one pcre2_match call, set in the match context (a pattern's
+/// (*LIMIT_...) can only lower them). Match and depth are PCRE2's defaults,
+/// made explicit. The heap limit matters: PCRE2's default is 20 GB, and a
+/// pattern can force the interpreter with (*NO_JIT) and make every
+/// backtracking frame large with many capture groups (2000 groups and a
+/// 60 KB input took 10 GB and a minute); over a limit the call fails with
+/// ResourceExhausted.
+inline constexpr uint32_t kRegexMatchLimit = 10000000;
+inline constexpr uint32_t kRegexDepthLimit = 10000000;
+inline constexpr uint32_t kRegexHeapLimitKiB = 256 * 1024;
+
 class Regex {
 public:
   /// Compiles `pattern` (after onigurumaToPcre2); `context` names it in
-  /// errors (e.g. the JSON field).
+  /// errors (e.g. the JSON field). Patterns longer than
+  /// kMaxRegexPatternBytes are rejected, and so is \C: it matches one byte
+  /// even in UTF mode, which could split a character and hand invalid UTF-8
+  /// to the next step (matched without a UTF check).
   static Result<Regex> compile(const std::string &pattern,
                                const std::string &context);
 

@@ -121,6 +121,16 @@ struct TokenizerData {
 
 /// The largest vocabulary accepted (ids must be below this).
 constexpr int64_t kMaxVocabSize = int64_t(1) << 24;
+/// The most ids below the largest that tokenizer.json may leave without a
+/// token (vocabulary or added): each still costs memory (real files leave
+/// none or a few).
+constexpr int64_t kMaxUnassignedIds = int64_t(1) << 20;
+/// The deepest nesting of Sequence pre-tokenizers accepted in tokenizer.json
+/// (the reader recurses once per level; real files nest at most 2).
+constexpr int kMaxPreTokenizerDepth = 16;
+/// The most pre-tokenizer steps accepted: each is applied to every piece of
+/// every input (real files have 1 to 3).
+constexpr size_t kMaxPreTokenizerSteps = 256;
 
 /// GPT-2's pre-tokenizer pattern, used by a ByteLevel pre-tokenizer with
 /// use_regex.

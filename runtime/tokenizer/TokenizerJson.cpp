@@ -47,6 +47,25 @@ using json = nlohmann::json;
 
 constexpr size_t kMaxTokenizerJsonBytes = size_t(1) << 30;
 
+/// A short description of a JSON value for messages: scalars as their JSON
+/// text (cut after 80 bytes), arrays and objects by kind and size (and an
+/// object's "type"). Never dumps a structured value: a hostile file can nest
+/// one deeply, and dump() recurses once per level.
+std::string describe(const json &v) {
+  if (v.is_object()) {
+    auto type = v.find("type");
+    if (type != v.end() && type->is_string())
+      return "object of type " + describe(*type);
+    return "object of " + std::to_string(v.size()) + " members";
+  }
+  if (v.is_array())
+    return "array of " + std::to_string(v.size()) + " elements";
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 80)
+    text = text.substr(0, 80) + "...";
+  return std::string(v.type_name()) + " " + text;
+}
+
 /// Reads fields of one JSON object; every error names the source and the
 /// field path (e.g. "tokenizer.json: model.merges[3]").
 class Reader {
@@ -91,18 +110,19 @@ public:
 
   Result<int64_t> tokenId(const json &v, const std::string &field) const {
     if (!v.is_number_integer())
-      return error(field, "expected an integer token id, found " + typeName(v) +
-                              " " + v.dump());
+      return error(field, "expected an integer token id, found " + describe(v));
     if (v.is_number_unsigned() &&
         v.get<uint64_t>() > static_cast<uint64_t>(kMaxVocabSize))
       return error(field, "token id " + v.dump() +
-                              " is out of range, expected 0 <= id < " +
-                              std::to_string(kMaxVocabSize));
+                              " is out of range, expected 0 <= id < "
+                              "kMaxVocabSize (" +
+                              std::to_string(kMaxVocabSize) + ")");
     int64_t id = v.get<int64_t>();
     if (id < 0 || id >= kMaxVocabSize)
       return error(field, "token id " + std::to_string(id) +
-                              " is out of range, expected 0 <= id < " +
-                              std::to_string(kMaxVocabSize));
+                              " is out of range, expected 0 <= id < "
+                              "kMaxVocabSize (" +
+                              std::to_string(kMaxVocabSize) + ")");
     return id;
   }
 
@@ -143,10 +163,24 @@ Result<SplitBehavior> parseBehavior(const Reader &r, const std::string &field,
   return it->second;
 }
 
-/// Appends the steps of one pre-tokenizer (recursing into Sequence).
+/// Appends `step` unless that would exceed kMaxPreTokenizerSteps.
+Status addStep(const Reader &r, const std::string &path, TokenizerData &data,
+               PreTokenizerStep step) {
+  if (data.preTokenizer.size() >= kMaxPreTokenizerSteps)
+    return makeError(StatusCode::ResourceExhausted, r.source(), ": ", path,
+                     ": pre-tokenizer steps exceed the limit "
+                     "kMaxPreTokenizerSteps (",
+                     kMaxPreTokenizerSteps,
+                     "): ", data.preTokenizer.size() + 1);
+  data.preTokenizer.push_back(std::move(step));
+  return Status::ok();
+}
+
+/// Appends the steps of one pre-tokenizer (recursing into Sequence, `depth`
+/// Sequences deep).
 Status parsePreTokenizer(const Reader &r, const json &node,
                          const std::string &path, TokenizerData &data,
-                         int &byteLevelCount) {
+                         int &byteLevelCount, int depth = 0) {
   if (!node.is_object())
     return r.error(path, "expected an object, found " + Reader::typeName(node));
   KILN_ASSIGN_OR_RETURN(std::string type, r.requiredString(node, path, "type"));
@@ -155,13 +189,18 @@ Status parsePreTokenizer(const Reader &r, const json &node,
                              "' pre-tokenizer after ByteLevel is not "
                              "supported (ByteLevel must come last)");
   if (type == "Sequence") {
+    if (depth >= kMaxPreTokenizerDepth)
+      return makeError(StatusCode::ResourceExhausted, r.source(), ": ", path,
+                       ": Sequence nesting exceeds the limit "
+                       "kMaxPreTokenizerDepth (",
+                       kMaxPreTokenizerDepth, "): ", depth + 1);
     const json *list = Reader::member(node, "pretokenizers");
     if (!list || !list->is_array())
       return r.error(path + ".pretokenizers", "expected an array");
     for (size_t i = 0; i < list->size(); ++i)
       KILN_RETURN_IF_ERROR(parsePreTokenizer(
           r, (*list)[i], path + ".pretokenizers[" + std::to_string(i) + "]",
-          data, byteLevelCount));
+          data, byteLevelCount, depth + 1));
     return Status::ok();
   }
   if (type == "Split") {
@@ -191,8 +230,7 @@ Status parsePreTokenizer(const Reader &r, const json &node,
                           parseBehavior(r, path + ".behavior", behavior));
     KILN_ASSIGN_OR_RETURN(step.invert,
                           r.optionalBool(node, path, "invert", false));
-    data.preTokenizer.push_back(std::move(step));
-    return Status::ok();
+    return addStep(r, path, data, std::move(step));
   }
   if (type == "ByteLevel") {
     // Hugging Face defaults: add_prefix_space and use_regex true.
@@ -203,13 +241,13 @@ Status parsePreTokenizer(const Reader &r, const json &node,
     if (prefix) {
       PreTokenizerStep step;
       step.kind = PreTokenizerStep::Kind::PrefixSpace;
-      data.preTokenizer.push_back(step);
+      KILN_RETURN_IF_ERROR(addStep(r, path, data, step));
     }
     if (useRegex) {
       PreTokenizerStep step;
       step.pattern = kGpt2SplitPattern;
       step.behavior = SplitBehavior::Isolated;
-      data.preTokenizer.push_back(step);
+      KILN_RETURN_IF_ERROR(addStep(r, path, data, step));
     }
     ++byteLevelCount;
     return Status::ok();
@@ -230,20 +268,20 @@ Status parseModel(const Reader &r, const json &root, TokenizerData &data,
                    "expected an object, found " + Reader::typeName(*model));
   if (const json *type = Reader::member(*model, "type")) {
     if (!type->is_string() || type->get<std::string>() != "BPE")
-      return r.error("model.type", "unsupported model type " + type->dump() +
+      return r.error("model.type", "unsupported model type " + describe(*type) +
                                        ", expected \"BPE\"");
   }
   if (const json *dropout = Reader::member(*model, "dropout")) {
     if (!dropout->is_null() &&
         !(dropout->is_number() && dropout->get<double>() == 0.0))
-      return r.error("model.dropout", "BPE dropout " + dropout->dump() +
+      return r.error("model.dropout", "BPE dropout " + describe(*dropout) +
                                           " is not supported, expected null");
   }
   for (const char *key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     const json *v = Reader::member(*model, key);
     if (v && !v->is_null() && !(v->is_string() && v->get<std::string>() == ""))
       return r.error(std::string("model.") + key,
-                     "unsupported value " + v->dump() + ", expected null");
+                     "unsupported value " + describe(*v) + ", expected null");
   }
   KILN_ASSIGN_OR_RETURN(
       bool byteFallback,
@@ -302,14 +340,14 @@ Status parseModel(const Reader &r, const json &root, TokenizerData &data,
           s.find(' ', space + 1) != std::string::npos)
         return r.error(field, "expected \"left right\" (two tokens separated "
                               "by one space), found " +
-                                  m.dump());
+                                  describe(m));
       data.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (m.is_array()) {
       if (m.size() != 2 || !m[0].is_string() || !m[1].is_string() ||
           m[0].get_ref<const std::string &>().empty() ||
           m[1].get_ref<const std::string &>().empty())
         return r.error(field, "expected a pair of non-empty strings, found " +
-                                  m.dump());
+                                  describe(m));
       data.merges.emplace_back(m[0].get<std::string>(),
                                m[1].get<std::string>());
     } else {
@@ -397,8 +435,7 @@ Status checkDecoderAndPostProcessor(const Reader &r, const json &root) {
   const json *normalizer = Reader::member(root, "normalizer");
   if (normalizer && !normalizer->is_null())
     return r.error("normalizer", "unsupported normalizer " +
-                                     normalizer->dump().substr(0, 80) +
-                                     ", expected null");
+                                     describe(*normalizer) + ", expected null");
   return Status::ok();
 }
 
@@ -436,10 +473,22 @@ Result<TokenizerData> parseTokenizerJsonText(const std::string &text,
                    "no ByteLevel pre-tokenizer; only byte-level BPE is "
                    "supported");
 
-  // Lay the vocabulary out by id; ids of added tokens extend it.
+  // Lay the vocabulary out by id; ids of added tokens extend it. Every id up
+  // to the largest costs a slot here and in Tokenizer::create, so only
+  // kMaxUnassignedIds of them may be unused: a few bytes naming one large
+  // id must not cost a gigabyte.
   int64_t maxId = vocabById.rbegin()->first;
-  for (const AddedToken &t : data.addedTokens)
+  int64_t assigned = static_cast<int64_t>(vocabById.size());
+  for (const AddedToken &t : data.addedTokens) {
     maxId = std::max<int64_t>(maxId, t.id);
+    assigned += vocabById.count(t.id) ? 0 : 1;
+  }
+  if (maxId + 1 - assigned > kMaxUnassignedIds)
+    return makeError(StatusCode::ResourceExhausted, sourceName,
+                     ": token ids reach ", maxId, " but only ", assigned,
+                     " are assigned: ", maxId + 1 - assigned,
+                     " unassigned ids exceed the limit kMaxUnassignedIds (",
+                     kMaxUnassignedIds, ")");
   data.vocab.assign(static_cast<size_t>(maxId) + 1, std::string());
   for (auto &[id, token] : vocabById)
     data.vocab[static_cast<size_t>(id)] = std::move(token);
