@@ -7,13 +7,22 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/hip/HipApi.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
+// The same parameter types as the runtime's symbol table, so calls through
+// its function pointers match exactly (UBSan -fsanitize=function checks).
+using kiln::hip::hipError_t;
+using kiln::hip::hipFunction_t;
+using kiln::hip::hipMemcpyKind;
+using kiln::hip::hipModule_t;
+using kiln::hip::hipStream_t;
+
 extern "C" {
 
-typedef int hipError_t;
 struct FakeLaunch {
   unsigned grid[3], block[3], shared;
   int hasStream;
@@ -38,30 +47,31 @@ EXPORT hipError_t hipGetDeviceCount(int *count) {
 EXPORT hipError_t hipSetDevice(int device) {
   return device >= 0 && device < deviceCount() ? 0 : 101;
 }
-EXPORT hipError_t hipModuleLoadData(void **module, const void *image) {
+EXPORT hipError_t hipModuleLoadData(hipModule_t *module, const void *image) {
   if (std::memcmp(image,
                   "\x7f"
                   "ELF",
                   4) != 0)
     return 200; // hipErrorInvalidImage
-  *module = std::malloc(1);
+  *module = static_cast<hipModule_t>(std::malloc(1));
   return 0;
 }
-EXPORT hipError_t hipModuleUnload(void *module) {
+EXPORT hipError_t hipModuleUnload(hipModule_t module) {
   std::free(module);
   return 0;
 }
-EXPORT hipError_t hipModuleGetFunction(void **fn, void *, const char *name) {
+EXPORT hipError_t hipModuleGetFunction(hipFunction_t *fn, hipModule_t,
+                                       const char *name) {
   if (std::strcmp(name, "missing") == 0)
     return 500; // hipErrorNotFound
   static int token;
-  *fn = &token;
+  *fn = reinterpret_cast<hipFunction_t>(&token);
   return 0;
 }
-EXPORT hipError_t hipModuleLaunchKernel(void *, unsigned gx, unsigned gy,
+EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t, unsigned gx, unsigned gy,
                                         unsigned gz, unsigned bx, unsigned by,
                                         unsigned bz, unsigned shared,
-                                        void *stream, void **params,
+                                        hipStream_t stream, void **params,
                                         void **extra) {
   // Only the packed form: {BUFFER_POINTER, p, BUFFER_SIZE, &size, END}.
   if (params || !extra || extra[0] != (void *)1 || extra[2] != (void *)2 ||
@@ -87,20 +97,21 @@ EXPORT hipError_t hipFree(void *p) {
   std::free(p);
   return 0;
 }
-EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size, int) {
+EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size,
+                            hipMemcpyKind) {
   std::memcpy(dst, src, size);
   return 0;
 }
-EXPORT hipError_t hipStreamCreate(void **stream) {
-  *stream = std::malloc(1);
+EXPORT hipError_t hipStreamCreate(hipStream_t *stream) {
+  *stream = static_cast<hipStream_t>(std::malloc(1));
   return 0;
 }
-EXPORT hipError_t hipStreamDestroy(void *stream) {
+EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
   std::free(stream);
   return 0;
 }
 #ifndef KILN_FAKE_HIP_INCOMPLETE
-EXPORT hipError_t hipStreamSynchronize(void *) { return 0; }
+EXPORT hipError_t hipStreamSynchronize(hipStream_t) { return 0; }
 #endif
 EXPORT const char *hipGetErrorString(hipError_t error) {
   switch (error) {
