@@ -18,6 +18,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build-asan}
+# Paths relative to the checkout, so another clone hits the same ccache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+export CCACHE_NOHASHDIR=1
 JOBS=${JOBS:-2}
 CLANG_DIR=${CLANG_DIR:-/usr/lib/llvm-22/bin}
 COMPILER=${KILN_BUILD_COMPILER:-ON}
