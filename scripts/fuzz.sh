@@ -4,7 +4,8 @@
 # The one command for fuzzing Kiln's parsers for longer. Builds the fuzz build
 # (build-fuzz/: clang-22, -DKILN_FUZZ=ON -DKILN_SANITIZE=ON, libFuzzer + ASan +
 # UBSan, compiler off: the harnesses link no MLIR) and runs each harness in
-# turn, one process on one core, for SECONDS_PER_HARNESS (default 60) with
+# turn, one process on one core, for SECONDS_PER_HARNESS (default 60; 0 runs
+# until interrupted, libFuzzer's meaning of -max_total_time=0) with
 #   -max_total_time=S -timeout=10 -rss_limit_mb=2048
 # over the seeds in fuzz/corpus/<h>/ and fuzz/regressions/<h>/. The repository
 # corpora are only read: new entries go to a scratch folder,

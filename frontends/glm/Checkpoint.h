@@ -27,9 +27,11 @@ inline constexpr const char *kSingleFileName = "model.safetensors";
 inline constexpr const char *kIndexFileName = "model.safetensors.index.json";
 inline constexpr uint64_t kMaxIndexBytes = 256ull << 20;
 inline constexpr uint64_t kMaxShards = 1u << 16;
-/// GLM-5 names about 10^5 tensors; the bound keeps a hostile index's parse
-/// (a few hundred bytes of memory per entry) well under a gigabyte.
-inline constexpr uint64_t kMaxIndexTensors = 1u << 22;
+/// GLM-5 names about 10^5 tensors. Parsing costs about 250 bytes per
+/// weight_map entry, so a hostile index stops at about 0.5 GB (without the
+/// limit, a 74 MB index of 5M short entries took 1.8 GB, and 256 MiB of them
+/// would take about 6 GB).
+inline constexpr uint64_t kMaxIndexTensors = 1u << 21;
 
 /// Limits that protect Checkpoint::open from hostile files. Errors quote the
 /// limit's name and the value found; tests and fuzzers may lower them.
