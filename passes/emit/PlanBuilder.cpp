@@ -124,8 +124,8 @@ public:
       return it->second;
     auto decl = SymbolTable::lookupSymbolIn(module, ref.getAttr());
     auto op = cast<KvCacheOp>(decl);
-    CacheSpec spec{name, op.getWidth(), op.getElementType().isBF16(),
-                   owner.str()};
+    CacheSpec spec{name, static_cast<int64_t>(op.getWidth()),
+                   op.getElementType().isBF16(), owner.str()};
     uint32_t index = program_.caches.size();
     program_.caches.push_back(std::move(spec));
     caches_[name] = index;
@@ -380,8 +380,9 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     int64_t heads = type.getRank() == 3 ? type.getDimSize(1) : 1;
     emit(Kernel::Rope, op,
          {buffer(r.getInput()), buffer(r.getPositions()), out(r, rows)},
-         {r.getStyle() == RopeStyle::interleaved ? 0 : 1, r.getOffset(),
-          r.getRotaryDim(), heads},
+         {r.getStyle() == RopeStyle::interleaved ? 0 : 1,
+          static_cast<int64_t>(r.getOffset()),
+          static_cast<int64_t>(r.getRotaryDim()), heads},
          {r.getTheta().convertToFloat()});
     return Status::ok();
   }
@@ -411,12 +412,13 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     emit(Kernel::TopK, op,
          {buffer(t.getInput()), out(t.getValues(), rows),
           out(t.getIndices(), rows)},
-         {t.getK()});
+         {static_cast<int64_t>(t.getK())});
     return Status::ok();
   }
   if (auto g = dyn_cast<GroupLimitOp>(op)) {
     emit(Kernel::GroupLimit, op, {buffer(g.getInput()), out(g, rows)},
-         {g.getNGroup(), g.getTopkGroup()});
+         {static_cast<int64_t>(g.getNGroup()),
+          static_cast<int64_t>(g.getTopkGroup())});
     return Status::ok();
   }
   if (auto g = dyn_cast<GatherOp>(op))
@@ -428,7 +430,8 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     for (Value r : s.getResults())
       args.push_back(out(r, rows));
     emit(Kernel::Split, op, std::move(args),
-         {s.getAxis(), outerDims(s.getInput().getType(), s.getAxis())});
+         {static_cast<int64_t>(s.getAxis()),
+          outerDims(s.getInput().getType(), s.getAxis())});
     return Status::ok();
   }
   if (auto c = dyn_cast<ConcatOp>(op)) {
@@ -439,7 +442,8 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     }
     args.push_back(out(c, rows));
     emit(Kernel::Concat, op, std::move(args),
-         {c.getAxis(), outerDims(c.getType(), c.getAxis())});
+         {static_cast<int64_t>(c.getAxis()),
+          outerDims(c.getType(), c.getAxis())});
     return Status::ok();
   }
   if (auto t = dyn_cast<TakeRowsOp>(op)) {
@@ -478,7 +482,8 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     emit(Kernel::IndexerTopK, op,
          {buffer(ix.getQ()), buffer(ix.getWeights()), cache(ix.getCacheAttr()),
           buffer(ix.getSeqIds()), buffer(ix.getPositions()), out(ix, rows)},
-         {ix.getK(), heads}, {ix.getScale().convertToFloat()});
+         {static_cast<int64_t>(ix.getK()), heads},
+         {ix.getScale().convertToFloat()});
     return Status::ok();
   }
   if (auto g = dyn_cast<GqaAttentionOp>(op)) {
@@ -521,8 +526,9 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     emit(
         Kernel::Moe, op,
         {buffer(m.getInput()), router, bias, g, u, d, sg, su, sd, out(m, rows)},
-        {m.getTopK(), m.getNGroup(), m.getTopkGroup(),
-         m.getNormTopkProb() ? 1 : 0, m.getBlockSize()},
+        {static_cast<int64_t>(m.getTopK()), static_cast<int64_t>(m.getNGroup()),
+         static_cast<int64_t>(m.getTopkGroup()), m.getNormTopkProb() ? 1 : 0,
+         static_cast<int64_t>(m.getBlockSize())},
         {m.getRoutedScalingFactor().convertToFloat()});
     return Status::ok();
   }

@@ -502,9 +502,9 @@ LogicalResult KvCacheAppendOp::verifySymbolUses(SymbolTableCollection &tables) {
   auto cache = lookupCache(*this, tables, getCacheAttr());
   if (failed(cache))
     return failure();
-  return expectShape(
-      *this, "values", getValues(),
-      {tensorType(getValues()).getDimSize(0), cache->getWidth()});
+  return expectShape(*this, "values", getValues(),
+                     {tensorType(getValues()).getDimSize(0),
+                      static_cast<int64_t>(cache->getWidth())});
 }
 
 LogicalResult KvCacheReadOp::verify() {
@@ -516,8 +516,9 @@ LogicalResult KvCacheReadOp::verifySymbolUses(SymbolTableCollection &tables) {
   auto cache = lookupCache(*this, tables, getCacheAttr());
   if (failed(cache))
     return failure();
-  return expectShape(*this, "result", getResult(),
-                     {ShapedType::kDynamic, cache->getWidth()});
+  return expectShape(
+      *this, "result", getResult(),
+      {ShapedType::kDynamic, static_cast<int64_t>(cache->getWidth())});
 }
 
 LogicalResult GqaAttentionOp::verify() {
@@ -618,7 +619,8 @@ LogicalResult IndexerTopKOp::verify() {
     return failure();
   if (getK() < 1)
     return emitOpError() << "k must be positive, found " << getK();
-  if (failed(expectShape(*this, "result", getResult(), {t, getK()})))
+  if (failed(expectShape(*this, "result", getResult(),
+                         {t, static_cast<int64_t>(getK())})))
     return failure();
   return expectI32(*this, "result", getResult());
 }
