@@ -1,6 +1,8 @@
 //===- RocdlCodegen.cpp - buildKernels and the lowering to a code object --===//
 
 #include "passes/codegen/rocdl/RocdlCodegen.h"
+
+#include "passes/codegen/LinkShared.h"
 #include "passes/codegen/rocdl/KernelIr.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -48,10 +50,6 @@
 
 using namespace mlir;
 using namespace kiln::rocdl;
-
-#ifndef KILN_LLD_PATH
-#define KILN_LLD_PATH "/usr/lib/llvm-22/bin/ld.lld"
-#endif
 
 static constexpr const char *kTriple = "amdgcn-amd-amdhsa";
 
@@ -239,46 +237,14 @@ private:
   std::unique_ptr<llvm::Module> llvm_;
 };
 
-/// ld.lld -shared object -o code-object, through temporary files.
+/// ld.lld -shared object -o code-object (passes/codegen/LinkShared.h).
 LogicalResult link(ModuleOp module, const std::string &lldOption,
                    const std::string &object, std::vector<uint8_t> &out) {
-  std::string lld = lldOption;
-  if (lld.empty()) {
-    const char *env = std::getenv("KILN_LLD");
-    lld = env && *env ? env : KILN_LLD_PATH;
-  }
-  if (!llvm::sys::fs::can_execute(lld))
-    return module.emitError() << "cannot run the linker '" << lld
-                              << "': set KILN_LLD to an ld.lld";
-  llvm::SmallString<128> objPath, outPath;
-  if (llvm::sys::fs::createTemporaryFile("kiln-kernels", "o", objPath) ||
-      llvm::sys::fs::createTemporaryFile("kiln-kernels", "hsaco", outPath))
-    return module.emitError() << "cannot create temporary files for ld.lld";
-  llvm::scope_exit cleanup([&] {
-    llvm::sys::fs::remove(objPath);
-    llvm::sys::fs::remove(outPath);
-  });
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return module.emitError()
-             << "cannot write " << objPath << ": " << ec.message();
-    os << object;
-  }
-  std::string message;
-  llvm::StringRef args[] = {lld, "-shared", objPath, "-o", outPath};
-  int rc =
-      llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &message);
-  if (rc != 0)
-    return module.emitError() << "ld.lld failed (exit " << rc << ")"
-                              << (message.empty() ? "" : ": ") << message;
-  auto buffer = llvm::MemoryBuffer::getFile(outPath, /*IsText=*/false);
-  if (!buffer)
-    return module.emitError()
-           << "cannot read the linked code object " << outPath;
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  out.assign(bytes.begin(), bytes.end());
+  auto linked =
+      kiln::codegen::linkSharedObject(object, lldOption, {}, "rocdl codegen");
+  if (!linked.isOk())
+    return module.emitError() << linked.status().message();
+  out = std::move(linked).value();
   return success();
 }
 

@@ -2,6 +2,8 @@
 
 #include "passes/codegen/x86/X86Codegen.h"
 
+#include "passes/codegen/LinkShared.h"
+
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
@@ -50,10 +52,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-
-#ifndef KILN_LLD_PATH
-#define KILN_LLD_PATH "/usr/lib/llvm-22/bin/ld.lld"
-#endif
 
 using namespace mlir;
 using namespace kiln;
@@ -389,49 +387,10 @@ Result<std::string> emitObject(ModuleOp module,
 
 Result<std::vector<uint8_t>> link(const std::string &object,
                                   const std::string &lldOption) {
-  std::string lld = lldOption;
-  if (lld.empty()) {
-    const char *env = std::getenv("KILN_LLD");
-    lld = env && *env ? env : KILN_LLD_PATH;
-  }
-  if (!llvm::sys::fs::can_execute(lld))
-    return makeError(StatusCode::NotFound,
-                     "x86 codegen: cannot run the linker '", lld,
-                     "': set KILN_LLD to an ld.lld");
-  llvm::SmallString<128> objPath, outPath;
-  if (llvm::sys::fs::createTemporaryFile("kiln-host", "o", objPath) ||
-      llvm::sys::fs::createTemporaryFile("kiln-host", "so", outPath))
-    return makeError(StatusCode::Internal,
-                     "x86 codegen: cannot create temporary files for ld.lld");
-  llvm::scope_exit cleanup([&] {
-    llvm::sys::fs::remove(objPath);
-    llvm::sys::fs::remove(outPath);
-  });
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return makeError(StatusCode::Internal, "x86 codegen: cannot write ",
-                       objPath.str().str(), ": ", ec.message());
-    os << object;
-  }
-  std::string message;
-  llvm::StringRef args[] = {
-      lld,           "-shared", "--hash-style=both",    "-z",
-      "noexecstack", "-soname", "kiln_host_kernels.so", objPath,
-      "-o",          outPath};
-  int rc =
-      llvm::sys::ExecuteAndWait(lld, args, std::nullopt, {}, 0, 0, &message);
-  if (rc != 0)
-    return makeError(StatusCode::Internal, "x86 codegen: ld.lld failed (exit ",
-                     rc, ")", message.empty() ? "" : ": ", message);
-  auto buffer = llvm::MemoryBuffer::getFile(outPath, /*IsText=*/false);
-  if (!buffer)
-    return makeError(StatusCode::Internal,
-                     "x86 codegen: cannot read the linked object ",
-                     outPath.str().str());
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  llvm::StringRef extra[] = {"--hash-style=both", "-z", "noexecstack",
+                             "-soname", "kiln_host_kernels.so"};
+  return kiln::codegen::linkSharedObject(object, lldOption, extra,
+                                         "x86 codegen");
 }
 
 } // namespace
