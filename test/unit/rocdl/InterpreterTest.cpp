@@ -1,0 +1,690 @@
+//===- InterpreterTest.cpp - The generated kernels, executed, vs the runtime //
+//
+// Every kernel kind is built with buildKernels (the IR that goes to the
+// GPU), executed by the CPU interpreter and compared with the CPU runtime
+// on the same random inputs:
+//  * GEMMs: (a) against the runtime's f32 GEMM over the activations as the
+//    kernel rounds them (MXFP4 "even" blocks on gfx950, bf16 on gfx942 and
+//    in bf16_gemm), per output |y - ref| <= 1e-4 * sum_k |a_k w_k|; and
+//    (b) against the runtime on the raw f32 activations, normalized error
+//    below 0.2 (MXFP4 activations) or 1e-2 (bf16), as GemmEmulatorTest.
+//  * row kernels: max relative error against the runtime function.
+// Negative controls show that the comparisons and checks can fail.
+//
+//===----------------------------------------------------------------------===//
+
+#include "test/unit/rocdl/KernelInterpreter.h"
+
+#include "passes/codegen/rocdl/MxWeightShuffle.h"
+#include "passes/codegen/rocdl/RocdlCodegen.h"
+#include "passes/emit/Mxfp4Quantize.h"
+#include "runtime/cpu/Dequant.h"
+#include "runtime/cpu/Elementwise.h"
+#include "runtime/cpu/Matmul.h"
+#include "runtime/cpu/Norm.h"
+#include "runtime/cpu/RowOps.h"
+#include "runtime/cpu/Types.h"
+#include "runtime/cpu/attention/Rope.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <random>
+
+using namespace kiln;
+using namespace kiln::rocdl;
+using interp::KernelArg;
+using interp::runKernel;
+
+namespace {
+
+void report(const std::string &what, double value) {
+  ::testing::Test::RecordProperty(what, std::to_string(value));
+  std::cout << "[ metric   ] " << what << " = " << value << "\n";
+}
+
+std::vector<float> randomVec(size_t n, uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMMs
+//===----------------------------------------------------------------------===//
+
+KernelSpec gemmSpec(KernelKind kind, Chip chip, int64_t m, int64_t n,
+                    int64_t k) {
+  KernelSpec s;
+  s.kind = kind;
+  s.chip = chip;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.chooseTiling();
+  EXPECT_EQ(s.validate(), "");
+  return s;
+}
+
+struct MxWeights {
+  int64_t n, k;
+  std::vector<uint8_t> packed, scales; // checkpoint layout
+  ShuffledMxWeight shuffled;
+};
+
+MxWeights makeMxWeights(int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::uniform_int_distribution<int> binade(-4, 3);
+  MxWeights w{n, k, {}, {}, {}};
+  w.packed.resize(size_t(n * k / 2));
+  w.scales.resize(size_t(n * k / 32));
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < k / 32; ++b) {
+      float s = std::ldexp(1.0f, binade(rng));
+      for (int i = 0; i < 32; ++i)
+        row[size_t(b * 32 + i)] = dist(rng) * s;
+    }
+    quantizeMxfp4Row(row.data(), k, Mxfp4ScaleRule::Even,
+                     &w.packed[size_t(r * k / 2)],
+                     &w.scales[size_t(r * k / 32)]);
+  }
+  std::string error;
+  EXPECT_TRUE(shuffleMxfp4Weight(w.packed.data(), w.scales.data(), n, k,
+                                 w.shuffled, error))
+      << error;
+  return w;
+}
+
+std::vector<float> makeActivations(int64_t rows, int64_t k, uint32_t seed) {
+  std::vector<float> x = randomVec(size_t(rows * k), seed);
+  if (rows > 2) // rows with a large and a tiny dynamic range
+    for (int64_t i = 0; i < k; ++i) {
+      x[size_t(k + i)] *= 1000.0f;
+      x[size_t(2 * k + i)] *= 1e-3f;
+    }
+  return x;
+}
+
+/// Activations as the gfx950 kernel quantizes them (Quark "even" MXFP4).
+std::vector<float> mxfp4Activations(const std::vector<float> &x, int64_t rows,
+                                    int64_t k) {
+  std::vector<float> out(x.size());
+  std::vector<uint8_t> packed(size_t(k / 2)), scales(size_t(k / 32));
+  for (int64_t r = 0; r < rows; ++r) {
+    quantizeMxfp4Row(&x[size_t(r * k)], k, Mxfp4ScaleRule::Even, packed.data(),
+                     scales.data());
+    for (int64_t i = 0; i < k; ++i) {
+      uint8_t byte = packed[size_t(i / 2)];
+      uint8_t code = (i % 2) ? byte >> 4 : byte & 0xF;
+      out[size_t(r * k + i)] =
+          cpu::e2m1ToFloat(code) * cpu::e8m0ToFloat(scales[size_t(i / 32)]);
+    }
+  }
+  return out;
+}
+
+std::vector<float> bf16Activations(const std::vector<float> &x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = cpu::bf16ToFloat(cpu::floatToBf16(x[i]));
+  return out;
+}
+
+std::vector<float> runtimeGemm(const std::vector<float> &x, int64_t rows,
+                               const cpu::WeightView &w) {
+  cpu::ThreadPool pool(1);
+  std::vector<float> y(size_t(rows * w.rows));
+  cpu::matmul(pool, x.data(), rows, w, y.data());
+  return y;
+}
+
+double normalizedError(const std::vector<float> &y,
+                       const std::vector<float> &ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    num += (double(y[i]) - ref[i]) * (double(y[i]) - ref[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+/// Max over outputs of |y - ref| / sum_k |a_k w_k|; `weight(c, i)` is W.
+template <class W>
+double maxScaledError(const std::vector<float> &y,
+                      const std::vector<float> &ref,
+                      const std::vector<float> &a, int64_t rows, int64_t n,
+                      int64_t k, W weight) {
+  std::vector<double> wv(size_t(n * k));
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t i = 0; i < k; ++i)
+      wv[size_t(c * k + i)] = std::fabs(weight(c, i));
+  double worst = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      double mag = 1e-30;
+      for (int64_t i = 0; i < k; ++i)
+        mag += std::fabs(double(a[size_t(r * k + i)])) * wv[size_t(c * k + i)];
+      double got = y[size_t(r * n + c)], want = ref[size_t(r * n + c)];
+      double e = std::isfinite(got) ? std::fabs(got - want) / mag : 1e30;
+      worst = std::max(worst, e);
+    }
+  return worst;
+}
+
+cpu::WeightView mxView(const MxWeights &w) {
+  cpu::WeightView v;
+  v.format = cpu::WeightFormat::MXFP4;
+  v.data = w.packed.data();
+  v.scales = w.scales.data();
+  v.rows = w.n;
+  v.cols = w.k;
+  return v;
+}
+
+float mxWeight(const MxWeights &w, int64_t r, int64_t c) {
+  uint8_t byte = w.packed[size_t(r * w.k / 2 + c / 2)];
+  uint8_t code = (c % 2) ? byte >> 4 : byte & 0xF;
+  return cpu::e2m1ToFloat(code) *
+         cpu::e8m0ToFloat(w.scales[size_t(r * w.k / 32 + c / 32)]);
+}
+
+std::string runMx(const KernelSpec &spec, std::vector<float> &x, int64_t rows,
+                  ShuffledMxWeight &w, std::vector<float> &y) {
+  return runKernel(spec, spec.grid(rows),
+                   {KernelArg::of(x), KernelArg::of(w.data),
+                    KernelArg::of(w.scales), KernelArg::of(y),
+                    KernelArg::i32(int32_t(rows))});
+}
+
+struct GemmShape {
+  int64_t rows, n, k;
+};
+
+std::string chipTag(Chip chip) { return std::string(chipInfo(chip).name); }
+
+class InterpMxGemm
+    : public ::testing::TestWithParam<std::tuple<Chip, int64_t>> {};
+
+TEST_P(InterpMxGemm, MatchesRuntime) {
+  auto [chip, mHint] = GetParam();
+  // Odd row counts (partial M tiles), N past the last tile, K with a tail
+  // inside the last step and a partial scale word (608 = 4.75 steps), and
+  // one whole scale word.
+  const GemmShape shapes[] = {{mHint > 16 ? 37 : 5, 80, 608},
+                              {mHint > 16 ? 33 : 1, 64, 512}};
+  bool fp4 = chip == Chip::Gfx950;
+  uint32_t seed = 11;
+  for (const GemmShape &s : shapes) {
+    std::string tag = chipTag(chip) + "_m" + std::to_string(mHint) + "_rows" +
+                      std::to_string(s.rows) + "_n" + std::to_string(s.n) +
+                      "_k" + std::to_string(s.k);
+    SCOPED_TRACE(tag);
+    KernelSpec spec = gemmSpec(KernelKind::MxGemm, chip, mHint, s.n, s.k);
+    EXPECT_EQ(spec.tiling.mTiles, mHint > 16 ? 2 : 1);
+    EXPECT_EQ(spec.tiling.nTiles, 4);
+    MxWeights w = makeMxWeights(s.n, s.k, seed++);
+    std::vector<float> x = makeActivations(s.rows, s.k, seed++);
+    std::vector<float> y(size_t(s.rows * s.n), std::nanf(""));
+    ASSERT_EQ(runMx(spec, x, s.rows, w.shuffled, y), "");
+    std::vector<float> a =
+        fp4 ? mxfp4Activations(x, s.rows, s.k) : bf16Activations(x);
+    std::vector<float> ref = runtimeGemm(a, s.rows, mxView(w));
+    double scaled =
+        maxScaledError(y, ref, a, s.rows, s.n, s.k,
+                       [&](int64_t c, int64_t i) { return mxWeight(w, c, i); });
+    report("mx_gemm_" + tag + "_max_err_vs_matched_runtime", scaled);
+    EXPECT_LE(scaled, 1e-4);
+    double raw = normalizedError(y, runtimeGemm(x, s.rows, mxView(w)));
+    report("mx_gemm_" + tag + "_norm_err_vs_f32_runtime", raw);
+    EXPECT_LT(raw, fp4 ? 0.2 : 1e-2);
+  }
+}
+
+TEST_P(InterpMxGemm, CheckpointLayoutWeightsFail) {
+  // Negative control: the checkpoint bytes instead of the shuffled ones.
+  auto [chip, mHint] = GetParam();
+  int64_t rows = mHint > 16 ? 33 : 7;
+  KernelSpec spec = gemmSpec(KernelKind::MxGemm, chip, mHint, 64, 512);
+  MxWeights w = makeMxWeights(64, 512, 7);
+  std::vector<float> x = makeActivations(rows, 512, 8);
+  ShuffledMxWeight wrong = w.shuffled;
+  std::copy(w.packed.begin(), w.packed.end(), wrong.data.begin());
+  std::vector<float> y(size_t(rows * 64));
+  ASSERT_EQ(runMx(spec, x, rows, wrong, y), "");
+  double err = normalizedError(y, runtimeGemm(x, rows, mxView(w)));
+  report("mx_gemm_" + chipTag(chip) + "_m" + std::to_string(mHint) +
+             "_unshuffled_norm_err",
+         err);
+  EXPECT_GT(err, 0.5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, InterpMxGemm,
+    ::testing::Combine(::testing::Values(Chip::Gfx950, Chip::Gfx942),
+                       ::testing::Values(int64_t(1), int64_t(64))),
+    [](const auto &info) {
+      return chipTag(std::get<0>(info.param)) + "_m" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+class InterpBf16Gemm : public ::testing::TestWithParam<Chip> {};
+
+TEST_P(InterpBf16Gemm, MatchesRuntime) {
+  Chip chip = GetParam();
+  const GemmShape shapes[] = {{5, 72, 160}, {37, 64, 256}};
+  uint32_t seed = 100;
+  for (const GemmShape &s : shapes) {
+    std::string tag = chipTag(chip) + "_rows" + std::to_string(s.rows) + "_n" +
+                      std::to_string(s.n) + "_k" + std::to_string(s.k);
+    SCOPED_TRACE(tag);
+    KernelSpec spec = gemmSpec(KernelKind::Bf16Gemm, chip, s.rows, s.n, s.k);
+    std::vector<float> wf = randomVec(size_t(s.n * s.k), seed++);
+    std::vector<uint16_t> w(wf.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = cpu::floatToBf16(wf[i]);
+    std::vector<float> x = makeActivations(s.rows, s.k, seed++);
+    std::vector<float> y(size_t(s.rows * s.n), std::nanf(""));
+    ASSERT_EQ(runKernel(spec, spec.grid(s.rows),
+                        {KernelArg::of(x), KernelArg::of(w), KernelArg::of(y),
+                         KernelArg::i32(int32_t(s.rows))}),
+              "");
+    cpu::WeightView view;
+    view.format = cpu::WeightFormat::BF16;
+    view.data = w.data();
+    view.rows = s.n;
+    view.cols = s.k;
+    std::vector<float> a = bf16Activations(x);
+    double scaled =
+        maxScaledError(y, runtimeGemm(a, s.rows, view), a, s.rows, s.n, s.k,
+                       [&](int64_t c, int64_t i) {
+                         return cpu::bf16ToFloat(w[size_t(c * s.k + i)]);
+                       });
+    report("bf16_gemm_" + tag + "_max_err_vs_matched_runtime", scaled);
+    EXPECT_LE(scaled, 1e-4);
+    double raw = normalizedError(y, runtimeGemm(x, s.rows, view));
+    report("bf16_gemm_" + tag + "_norm_err_vs_f32_runtime", raw);
+    EXPECT_LT(raw, 1e-2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, InterpBf16Gemm,
+                         ::testing::Values(Chip::Gfx950, Chip::Gfx942),
+                         [](const auto &info) { return chipTag(info.param); });
+
+//===----------------------------------------------------------------------===//
+// Row kernels
+//===----------------------------------------------------------------------===//
+
+KernelSpec rowSpec(KernelKind kind, int64_t cols) {
+  KernelSpec s;
+  s.kind = kind;
+  s.cols = cols;
+  EXPECT_EQ(s.validate(), "");
+  return s;
+}
+
+double maxRelError(const std::vector<float> &y, const std::vector<float> &ref,
+                   double floor) {
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double e = std::fabs(double(y[i]) - ref[i]) /
+               std::max(floor, std::fabs(double(ref[i])));
+    worst = std::max(worst, std::isnan(e) ? 1e30 : e);
+  }
+  return worst;
+}
+
+TEST(InterpRowKernels, RmsNorm) {
+  for (int64_t cols : {1000, 1002}) { // vectors of 4, and scalar accesses
+    SCOPED_TRACE(cols);
+    int64_t rows = 7;
+    KernelSpec spec = rowSpec(KernelKind::RmsNorm, cols);
+    spec.eps = 1e-5f;
+    std::vector<float> x = randomVec(size_t(rows * cols), 1, 2.0f);
+    std::vector<float> w = randomVec(size_t(cols), 2);
+    std::vector<float> y(x.size(), std::nanf("")), ref(x.size());
+    ASSERT_EQ(runKernel(spec, spec.grid(rows),
+                        {KernelArg::of(x), KernelArg::of(w), KernelArg::of(y)}),
+              "");
+    cpu::rmsNorm(x.data(), rows, cols, w.data(), spec.eps, ref.data());
+    double err = maxRelError(y, ref, 1e-3);
+    report("rms_norm_c" + std::to_string(cols) + "_max_rel_err", err);
+    EXPECT_LT(err, 1e-5);
+  }
+}
+
+TEST(InterpRowKernels, SwiGlu) {
+  int64_t rows = 5, cols = 1000;
+  KernelSpec spec = rowSpec(KernelKind::SwiGlu, cols);
+  std::vector<float> g = randomVec(size_t(rows * cols), 3, 4.0f);
+  std::vector<float> u = randomVec(size_t(rows * cols), 4);
+  g[0] = -60.0f; // exp2 overflow side
+  g[1] = 60.0f;
+  std::vector<float> y(g.size(), std::nanf("")), ref(g.size());
+  ASSERT_EQ(runKernel(spec, spec.grid(rows),
+                      {KernelArg::of(g), KernelArg::of(u), KernelArg::of(y)}),
+            "");
+  cpu::swiglu(g.data(), u.data(), int64_t(g.size()), ref.data());
+  double err = maxRelError(y, ref, 1e-3);
+  report("swiglu_max_rel_err", err);
+  EXPECT_LT(err, 1e-5);
+}
+
+TEST(InterpRowKernels, Add) {
+  int64_t rows = 5, cols = 999;
+  KernelSpec spec = rowSpec(KernelKind::Add, cols);
+  std::vector<float> a = randomVec(size_t(rows * cols), 5);
+  std::vector<float> b = randomVec(size_t(rows * cols), 6);
+  std::vector<float> y(a.size(), std::nanf("")), ref(a.size());
+  ASSERT_EQ(runKernel(spec, spec.grid(rows),
+                      {KernelArg::of(a), KernelArg::of(b), KernelArg::of(y)}),
+            "");
+  cpu::add(a.data(), b.data(), rows, cols, ref.data());
+  report("add_max_abs_err", maxRelError(y, ref, 1e30) * 1e30);
+  EXPECT_EQ(y, ref);
+}
+
+class InterpRope : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InterpRope, MatchesRuntime) {
+  bool neox = GetParam();
+  KernelSpec spec;
+  spec.kind = KernelKind::Rope;
+  spec.heads = 3;
+  spec.headDim = 64;
+  spec.offset = 8;
+  spec.rotaryDim = 32;
+  spec.neox = neox;
+  spec.theta = 10000.0f;
+  ASSERT_EQ(spec.validate(), "");
+  int64_t tokens = 5, rowElems = spec.heads * spec.headDim;
+  std::vector<float> x = randomVec(size_t(tokens * rowElems), 7);
+  std::vector<int32_t> pos = {0, 1, 17, 4093, 131071};
+  std::vector<float> y(x.size(), std::nanf("")), ref = x;
+  ASSERT_EQ(runKernel(spec, spec.grid(tokens),
+                      {KernelArg::of(x), KernelArg::of(pos), KernelArg::of(y)}),
+            "");
+  cpu::rope(ref.data(), tokens, spec.heads, spec.headDim, pos.data(),
+            neox ? cpu::RopeStyle::Neox : cpu::RopeStyle::Interleaved,
+            spec.theta, spec.offset, spec.rotaryDim);
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i)
+    worst = std::max(worst, std::fabs(double(y[i]) - ref[i]));
+  report(std::string("rope_") + (neox ? "neox" : "interleaved") +
+             "_max_abs_err",
+         worst);
+  EXPECT_LT(worst, 2e-6);
+  // Dims outside the rotary span are copied exactly.
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < spec.heads; ++h)
+      for (int64_t d = 0; d < spec.headDim; ++d)
+        if (d < spec.offset || d >= spec.offset + spec.rotaryDim) {
+          size_t i = size_t((t * spec.heads + h) * spec.headDim + d);
+          ASSERT_EQ(y[i], x[i]);
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, InterpRope, ::testing::Values(false, true),
+                         [](const auto &info) {
+                           return std::string(info.param ? "neox"
+                                                         : "interleaved");
+                         });
+
+TEST(InterpRowKernels, ArgmaxWithTies) {
+  int64_t cols = 1000, rows = 6;
+  KernelSpec spec = rowSpec(KernelKind::Argmax, cols);
+  std::vector<float> x = randomVec(size_t(rows * cols), 9);
+  auto row = [&](int64_t r) { return &x[size_t(r * cols)]; };
+  std::fill(row(1), row(1) + cols, 0.5f); // all equal: index 0
+  row(2)[700] = 9.0f;                     // tie across waves: 3 wins
+  row(2)[3] = 9.0f;
+  row(3)[999] = 7.0f; // tie inside one thread's elements
+  row(3)[743] = 7.0f;
+  row(4)[0] = std::nanf(""); // NaN ranks below numbers
+  row(4)[500] = 8.0f;
+  row(4)[501] = 8.0f;
+  row(5)[256] = 6.0f; // same thread (0), two loop iterations
+  row(5)[512] = 6.0f;
+  std::vector<int32_t> y(size_t(rows), -1), ref(static_cast<size_t>(rows));
+  ASSERT_EQ(
+      runKernel(spec, spec.grid(rows), {KernelArg::of(x), KernelArg::of(y)}),
+      "");
+  cpu::argmax(x.data(), rows, cols, ref.data());
+  EXPECT_EQ(y, ref);
+  EXPECT_EQ(y[1], 0);
+  EXPECT_EQ(y[2], 3);
+  EXPECT_EQ(y[3], 743);
+  EXPECT_EQ(y[4], 500);
+  EXPECT_EQ(y[5], 256);
+}
+
+//===----------------------------------------------------------------------===//
+// The checks themselves
+//===----------------------------------------------------------------------===//
+
+TEST(InterpChecks, BufferOneElementTooSmallIsOutOfBounds) {
+  int64_t rows = 3, cols = 1000;
+  KernelSpec spec = rowSpec(KernelKind::Add, cols);
+  std::vector<float> a(size_t(rows * cols), 1.0f), b = a;
+  std::vector<float> y(size_t(rows * cols) - 1);
+  std::string error =
+      runKernel(spec, spec.grid(rows),
+                {KernelArg::of(a), KernelArg::of(b), KernelArg::of(y)});
+  std::cout << "[ message  ] " << error << "\n";
+  EXPECT_NE(error.find("argument 2"), std::string::npos) << error;
+  EXPECT_NE(error.find("element index 2996"), std::string::npos) << error;
+  EXPECT_NE(error.find("vector.store"), std::string::npos) << error;
+}
+
+TEST(InterpChecks, ArgumentMismatches) {
+  KernelSpec spec = rowSpec(KernelKind::Add, 8);
+  std::vector<float> a(8);
+  EXPECT_NE(runKernel(spec, {1, 1, 1}, {KernelArg::of(a), KernelArg::of(a)})
+                .find("takes 3 arguments"),
+            std::string::npos);
+  std::string error = runKernel(
+      spec, {1, 1, 1}, {KernelArg::of(a), KernelArg::i32(3), KernelArg::of(a)});
+  EXPECT_NE(error.find("argument 1: expected a pointer"), std::string::npos)
+      << error;
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext &context,
+                                        const char *text) {
+  mlir::DialectRegistry registry;
+  registerCodegenDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  return mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+}
+
+TEST(InterpChecks, UnsupportedOpIsNamed) {
+  mlir::MLIRContext context;
+  auto module = parse(context, R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%x: memref<64xi32>) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %t = gpu.thread_id x
+      %v = memref.load %x[%t] : memref<64xi32>
+      %p = math.ipowi %v, %v : i32
+      memref.store %p, %x[%t] : memref<64xi32>
+      gpu.return
+    }
+  }
+}
+)mlir");
+  ASSERT_TRUE(module);
+  std::vector<int32_t> x(64, 2);
+  std::string error = runKernel(*module, "k", {1, 1, 1}, {KernelArg::of(x)});
+  EXPECT_EQ(error, "unsupported op 'math.ipowi'");
+}
+
+TEST(InterpSemantics, WhileShuffleAtomicsAndWorkgroupMemory) {
+  // Per-lane trip counts in scf.while, a gpu.shuffle down reduction, LDS
+  // through a workgroup attribution and memref.atomic_rmw.
+  mlir::MLIRContext context;
+  auto module = parse(context, R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%x: memref<128xi32>, %sum: memref<2xi32>, %n: i32)
+        workgroup(%lds: memref<128xi32, #gpu.address_space<workgroup>>)
+        kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %t = gpu.thread_id x
+      %ti = arith.index_cast %t : index to i32
+      %c0 = arith.constant 0 : i32
+      %c1 = arith.constant 1 : i32
+      // count = number of steps of i -> i + 1 from 0 up to t % n
+      %lim = arith.remui %ti, %n : i32
+      %cnt:2 = scf.while (%i = %c0, %acc = %c0) : (i32, i32) -> (i32, i32) {
+        %go = arith.cmpi ult, %i, %lim : i32
+        scf.condition(%go) %i, %acc : i32, i32
+      } do {
+      ^bb0(%i: i32, %acc: i32):
+        %i1 = arith.addi %i, %c1 : i32
+        %a1 = arith.addi %acc, %i1 : i32
+        scf.yield %i1, %a1 : i32, i32
+      }
+      memref.store %cnt#1, %lds[%t] : memref<128xi32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %c127 = arith.constant 127 : index
+      %r = arith.subi %c127, %t : index
+      %other = memref.load %lds[%r] : memref<128xi32, #gpu.address_space<workgroup>>
+      memref.store %other, %x[%t] : memref<128xi32>
+      %w = arith.constant 64 : i32
+      %s1, %v1 = gpu.shuffle down %other, %c1, %w : i32
+      %s = arith.addi %other, %s1 : i32
+      %wave = arith.divui %t, %c127 : index
+      %old = memref.atomic_rmw addi %s, %sum[%wave] : (i32, memref<2xi32>) -> i32
+      gpu.return
+    }
+  }
+}
+)mlir");
+  ASSERT_TRUE(module);
+  std::vector<int32_t> x(128, -1), sum(2, 0);
+  int32_t n = 5;
+  ASSERT_EQ(
+      runKernel(*module, "k", {1, 1, 1},
+                {KernelArg::of(x), KernelArg::of(sum), KernelArg::i32(n)}),
+      "");
+  auto tri = [&](int t) {
+    int m = t % n;
+    return m * (m + 1) / 2;
+  };
+  int64_t expectSum[2] = {0, 0};
+  for (int t = 0; t < 128; ++t) {
+    EXPECT_EQ(x[size_t(t)], tri(127 - t)) << t;
+    int lane = t % 64;
+    int s1 = lane + 1 < 64 ? tri(127 - (t + 1)) : tri(127 - t);
+    expectSum[t / 127] += tri(127 - t) + s1;
+  }
+  EXPECT_EQ(sum[0], expectSum[0]);
+  EXPECT_EQ(sum[1], expectSum[1]);
+}
+
+} // namespace
+
+namespace {
+
+TEST(InterpSemantics, ScaledMfmaFollowsTheLaneTable) {
+  // AMDGPU.md section 3, independent of the kernels: A[3][77] (lane 3 +
+  // 16 * 2, nibble 13, scale byte 1 of that lane) times B[77][9] (lane 9 +
+  // 32, nibble 13, scale byte 3) lands in C[3][9]: lane 9, register 3.
+  mlir::MLIRContext context;
+  auto module = parse(context, R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%a: memref<1024xi8>, %b: memref<1024xi8>, %sa: memref<64xi32>,
+                %sb: memref<64xi32>, %c: memref<256xf32>) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %t = gpu.thread_id x
+      %c16 = arith.constant 16 : index
+      %c4 = arith.constant 4 : index
+      %off = arith.muli %t, %c16 : index
+      %av = vector.load %a[%off] : memref<1024xi8>, vector<16xi8>
+      %bv = vector.load %b[%off] : memref<1024xi8>, vector<16xi8>
+      %af = vector.bitcast %av : vector<16xi8> to vector<32xf4E2M1FN>
+      %bf = vector.bitcast %bv : vector<16xi8> to vector<32xf4E2M1FN>
+      %saw = memref.load %sa[%t] : memref<64xi32>
+      %sbw = memref.load %sb[%t] : memref<64xi32>
+      %sa1 = vector.broadcast %saw : i32 to vector<1xi32>
+      %sb1 = vector.broadcast %sbw : i32 to vector<1xi32>
+      %sas = vector.bitcast %sa1 : vector<1xi32> to vector<4xf8E8M0FNU>
+      %sbs = vector.bitcast %sb1 : vector<1xi32> to vector<4xf8E8M0FNU>
+      %z = arith.constant dense<0.0> : vector<4xf32>
+      %r = amdgpu.scaled_mfma 16x16x128 (%sas[1] * %af) * (%sbs[3] * %bf) + %z
+        : vector<4xf8E8M0FNU>, vector<32xf4E2M1FN>, vector<4xf8E8M0FNU>,
+          vector<32xf4E2M1FN>, vector<4xf32>
+      %o = arith.muli %t, %c4 : index
+      vector.store %r, %c[%o] : memref<256xf32>, vector<4xf32>
+      gpu.return
+    }
+  }
+}
+)mlir");
+  ASSERT_TRUE(module);
+  std::vector<uint8_t> a(1024, 0), b(1024, 0);
+  std::vector<uint32_t> sa(64, 0x7F7F7F7Fu), sb(64, 0x7F7F7F7Fu);
+  std::vector<float> c(256, std::nanf(""));
+  a[35 * 16 + 6] = 0x20; // nibble 13 = code 2 (1.0)
+  b[41 * 16 + 6] = 0x50; // code 5 (3.0)
+  sa[35] = 0x7F7F817Fu;  // byte 1: 2^2
+  sb[41] = 0x7E7F7F7Fu;  // byte 3: 2^-1
+  ASSERT_EQ(runKernel(*module, "k", {1, 1, 1},
+                      {KernelArg::of(a), KernelArg::of(b), KernelArg::of(sa),
+                       KernelArg::of(sb), KernelArg::of(c)}),
+            "");
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(c[size_t(4 * l + r)], (l == 9 && r == 3) ? 6.0f : 0.0f)
+          << "lane " << l << " register " << r;
+}
+
+TEST(InterpSemantics, Bf16MfmaFollowsTheLaneTable) {
+  // 16x16x16 bf16: A[3][9] is lane 3 + 16 * (9 / 4), element 9 % 4 = 1;
+  // B[9][7] is lane 7 + 32, element 1. C[3][7] is lane 7, register 3.
+  mlir::MLIRContext context;
+  auto module = parse(context, R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%a: memref<256xbf16>, %b: memref<256xbf16>,
+                %c: memref<256xf32>) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %t = gpu.thread_id x
+      %c4 = arith.constant 4 : index
+      %o = arith.muli %t, %c4 : index
+      %av = vector.load %a[%o] : memref<256xbf16>, vector<4xbf16>
+      %bv = vector.load %b[%o] : memref<256xbf16>, vector<4xbf16>
+      %z = arith.constant dense<0.5> : vector<4xf32>
+      %r = amdgpu.mfma 16x16x16 %av * %bv + %z blgp = none
+        : vector<4xbf16>, vector<4xbf16>, vector<4xf32>
+      vector.store %r, %c[%o] : memref<256xf32>, vector<4xf32>
+      gpu.return
+    }
+  }
+}
+)mlir");
+  ASSERT_TRUE(module);
+  std::vector<uint16_t> a(256, 0), b(256, 0);
+  std::vector<float> c(256, std::nanf(""));
+  a[35 * 4 + 1] = cpu::floatToBf16(1.5f);
+  b[39 * 4 + 1] = cpu::floatToBf16(-2.0f);
+  ASSERT_EQ(runKernel(*module, "k", {1, 1, 1},
+                      {KernelArg::of(a), KernelArg::of(b), KernelArg::of(c)}),
+            "");
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(c[size_t(4 * l + r)], (l == 7 && r == 3) ? -2.5f : 0.5f)
+          << "lane " << l << " register " << r;
+}
+
+} // namespace
