@@ -122,6 +122,61 @@ flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
   return pb.Finish();
 }
 
+/// A dispatch's launches on one GPU target.
+flatbuffers::Offset<fb::KernelSymbol>
+buildGpuSymbol(flatbuffers::FlatBufferBuilder &fbb, const GpuCodeObject &object,
+               uint32_t codeObject, const std::vector<GpuLaunchBinary> &binaries,
+               const GpuDispatchLowering &lowering) {
+  std::vector<flatbuffers::Offset<fb::GpuLaunch>> launches;
+  for (size_t i = 0; i < binaries.size(); ++i) {
+    const GpuLaunchSpec &l = lowering.launches[i];
+    std::vector<int64_t> mul, add, div;
+    std::vector<int32_t> rowsOf;
+    for (const GpuGridAxis &g : l.grid) {
+      mul.push_back(g.mul);
+      add.push_back(g.add);
+      div.push_back(g.div);
+      rowsOf.push_back(g.rowsOf);
+    }
+    std::vector<uint32_t> args;
+    for (const GpuArgRef &a : l.args)
+      args.push_back(a.encode());
+    auto symbol = fbb.CreateString(binaries[i].symbol);
+    auto mulV = fbb.CreateVector(mul), addV = fbb.CreateVector(add),
+         divV = fbb.CreateVector(div);
+    auto rowsOfV = fbb.CreateVector(rowsOf);
+    auto argV = fbb.CreateVector(args);
+    fb::GpuLaunchBuilder lb(fbb);
+    lb.add_symbol(symbol);
+    lb.add_workgroup_size(binaries[i].workgroupSize);
+    lb.add_lds_bytes(binaries[i].ldsBytes);
+    lb.add_grid_mul(mulV);
+    lb.add_grid_add(addV);
+    lb.add_grid_div(divV);
+    lb.add_grid_rows_of(rowsOfV);
+    lb.add_args(argV);
+    launches.push_back(lb.Finish());
+  }
+  std::vector<fb::GpuScratch> scratch;
+  for (const GpuScratchSpec &s : lowering.scratch)
+    scratch.emplace_back(s.perRow, s.fixed, s.perPosition);
+  auto target = fbb.CreateString(object.target);
+  auto symbol = fbb.CreateString(binaries.front().symbol);
+  auto workgroup = fbb.CreateVector(
+      std::vector<uint32_t>{binaries.front().workgroupSize, 1, 1});
+  auto launchV = fbb.CreateVector(launches);
+  auto scratchV = fbb.CreateVectorOfStructs(scratch);
+  fb::KernelSymbolBuilder sb(fbb);
+  sb.add_target(target);
+  sb.add_symbol(symbol);
+  sb.add_code_object(codeObject);
+  sb.add_workgroup_size(workgroup);
+  sb.add_lds_bytes(binaries.front().ldsBytes);
+  sb.add_launches(launchV);
+  sb.add_scratch(scratchV);
+  return sb.Finish();
+}
+
 } // namespace
 
 Status kiln::compileArtifact(mlir::ModuleOp module,
@@ -147,7 +202,8 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
                                                          options.maxFileBytes));
   KILN_ASSIGN_OR_RETURN(
       std::vector<StreamedWeight> streamed,
-      streamWeights(program.weights, checkpoint, *writer, stderr));
+      streamWeights(program.weights, checkpoint, *writer, stderr,
+                    /*gpuCopies=*/!chips.empty()));
 
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   // Weights.
@@ -166,6 +222,11 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
     wb.add_data(&s.data);
     if (s.scales)
       wb.add_scales(&*s.scales);
+    if (s.gpuData && s.gpuScales) {
+      wb.add_gpu_layout(fb::WeightLayout::Mxfp4Gpu);
+      wb.add_gpu_data(&*s.gpuData);
+      wb.add_gpu_scales(&*s.gpuScales);
+    }
     wb.add_source(source);
     weights.push_back(wb.Finish());
   }
@@ -226,12 +287,17 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   // Kernels: one per kernel the plans use and GPU specialization (none
   // for a cpu-only artifact), served on the CPU by the runtime's kernels.
   std::map<std::pair<abi::Kernel, std::string>, uint32_t> kernelIndex;
+  std::map<std::string, GpuDispatchLowering> lowerings;
   std::vector<std::vector<std::string>> keys;
   for (const PlanSpec &p : program.plans) {
     keys.emplace_back();
     for (const DispatchSpec &d : p.dispatches) {
-      std::string key =
-          chips.empty() ? "" : gpuKernelKey(p, d, program, streamed);
+      std::string key;
+      if (!chips.empty())
+        if (auto lowering = gpuLowering(p, d, program, streamed)) {
+          key = lowering->key();
+          lowerings.emplace(key, std::move(*lowering));
+        }
       kernelIndex.emplace(std::make_pair(d.kernel, key), 0);
       keys.back().push_back(key);
     }
@@ -242,21 +308,11 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
     std::vector<flatbuffers::Offset<fb::KernelSymbol>> symbols;
     uint32_t codeObject = 0;
     for (const GpuCodeObject &object : gpuObjects) {
-      auto it = object.symbols.find(kernelAndKey.second);
-      if (it != object.symbols.end()) {
-        auto target = fbb.CreateString(object.target);
-        auto symbol = fbb.CreateString(it->second.symbol);
-        auto workgroup = fbb.CreateVector(
-            std::vector<uint32_t>{it->second.workgroupSize, 1, 1});
-        fb::KernelSymbolBuilder sb(fbb);
-        sb.add_target(target);
-        sb.add_symbol(symbol);
-        sb.add_code_object(codeObject);
-        sb.add_workgroup_size(workgroup);
-        sb.add_lds_bytes(it->second.ldsBytes);
-        symbols.push_back(sb.Finish());
-      }
-      if (!object.symbols.empty())
+      auto it = object.dispatches.find(kernelAndKey.second);
+      if (it != object.dispatches.end())
+        symbols.push_back(buildGpuSymbol(fbb, object, codeObject, it->second,
+                                         lowerings.at(kernelAndKey.second)));
+      if (!object.dispatches.empty())
         ++codeObject;
     }
     std::string kernelName(abi::kKernelNames[size_t(kernelAndKey.first)]);

@@ -1,10 +1,10 @@
 //===- GpuKernels.h - GPU code objects for the plans' dispatches ---------===//
 //
-// For each GPU target (gfx950, gfx942), finds the dispatches the generated
-// kernels implement (passes/codegen/rocdl): matmul with a 2-D MXFP4 or BF16
-// weight, rms_norm, add of two same-shaped buffers, rope and argmax; builds
-// one specialized kernel per distinct shape and compiles them into one HSA
-// code object per target. Other dispatches have no GPU symbol yet.
+// For each GPU target (gfx950, gfx942), lowers every dispatch of every plan
+// to GPU launches (GpuLaunch.h), builds one specialized kernel per distinct
+// spec and compiles them into one HSA code object per target. A dispatch
+// whose shape no kernel family covers has no GPU lowering; the HIP runner
+// refuses such an artifact by naming it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,7 @@
 #define KILN_PASSES_EMIT_GPUKERNELS_H
 
 #include "passes/codegen/rocdl/KernelSpec.h"
+#include "passes/emit/GpuLaunch.h"
 #include "passes/emit/PlanBuilder.h"
 #include "passes/emit/WeightStreamer.h"
 
@@ -21,8 +22,8 @@
 
 namespace kiln::emit {
 
-/// One GPU kernel a dispatch uses, on one target.
-struct GpuSymbol {
+/// One compiled launch on one target.
+struct GpuLaunchBinary {
   std::string symbol;
   uint32_t workgroupSize = 0;
   uint32_t ldsBytes = 0;
@@ -32,21 +33,21 @@ struct GpuCodeObject {
   std::string target; // "gfx950"
   std::string triple; // "amdgcn-amd-amdhsa--gfx950"
   std::vector<uint8_t> elf;
-  /// By specialization key (see gpuKernelKey), this target's symbol.
-  std::map<std::string, GpuSymbol> symbols;
+  /// By dispatch key (GpuDispatchLowering::key), the launches' binaries.
+  std::map<std::string, std::vector<GpuLaunchBinary>> dispatches;
 };
 
 /// Targets named in kiln-compile's --target list other than cpu; an error
 /// for unknown names.
 Result<std::vector<rocdl::Chip>> parseGpuTargets(const std::string &targets);
 
-/// The kernel a dispatch of `plan` maps to (chip-independent key, e.g.
-/// "kiln_mx_gemm_n256_k512_t1x4"), or "" when no GPU kernel implements it.
-/// `weights` are the streamed weights (their stored layout decides the
-/// GEMM).
-std::string gpuKernelKey(const PlanSpec &plan, const DispatchSpec &dispatch,
-                         const ProgramSpec &program,
-                         const std::vector<StreamedWeight> &weights);
+/// How a dispatch of `plan` runs on a GPU, or nullopt when no kernel
+/// family covers it. `weights` are the streamed weights (their stored
+/// layout decides the GEMM).
+std::optional<GpuDispatchLowering>
+gpuLowering(const PlanSpec &plan, const DispatchSpec &dispatch,
+            const ProgramSpec &program,
+            const std::vector<StreamedWeight> &weights);
 
 /// Generates and compiles every kernel the plans use for `chip`.
 Result<GpuCodeObject>

@@ -3,6 +3,7 @@
 #include "passes/emit/WeightStreamer.h"
 
 #include "passes/emit/Mxfp4Quantize.h"
+#include "passes/codegen/rocdl/MxWeightShuffle.h"
 #include "runtime/cpu/Dequant.h"
 
 #include <chrono>
@@ -274,6 +275,40 @@ Result<StreamedWeight> Streamer::stream(const WeightSpec &spec) {
   return makeError(StatusCode::Internal, "unknown weight kind");
 }
 
+/// Reads each expert's checkpoint-layout MXFP4 bytes back and writes them
+/// shuffled (rocdl::shuffleMxfp4Weight), experts one after another.
+Status appendGpuCopy(const WeightSpec &spec, artifact::ArtifactWriter &writer,
+                     StreamedWeight &w) {
+  std::vector<int64_t> shape = matrixShape(spec);
+  int64_t n = shape[0], k = shape[1];
+  int64_t count = std::max<int64_t>(spec.experts, 1);
+  size_t dataBytes = size_t(n * k / 2), scaleBytes = size_t(n * k / 32);
+  std::vector<uint8_t> packed(dataBytes), scales(scaleBytes);
+  std::vector<rocdl::ShuffledMxWeight> shuffled;
+  std::vector<uint8_t> allScales;
+  KILN_RETURN_IF_ERROR(writer.beginSegment());
+  for (int64_t e = 0; e < count; ++e) {
+    KILN_RETURN_IF_ERROR(
+        writer.readBack(w.data, uint64_t(e) * dataBytes, packed.data(),
+                        dataBytes));
+    KILN_RETURN_IF_ERROR(writer.readBack(*w.scales, uint64_t(e) * scaleBytes,
+                                         scales.data(), scaleBytes));
+    rocdl::ShuffledMxWeight one;
+    std::string error;
+    if (!rocdl::shuffleMxfp4Weight(packed.data(), scales.data(), n, k, one,
+                                   error))
+      return makeError(StatusCode::InvalidArgument, error);
+    KILN_RETURN_IF_ERROR(writer.append(one.data.data(), one.data.size()));
+    allScales.insert(allScales.end(), one.scales.begin(), one.scales.end());
+  }
+  KILN_ASSIGN_OR_RETURN(fb::Extent data, writer.endSegment());
+  KILN_ASSIGN_OR_RETURN(fb::Extent sc,
+                        writer.writeSegment(allScales.data(), allScales.size()));
+  w.gpuData = data;
+  w.gpuScales = sc;
+  return Status::ok();
+}
+
 } // namespace
 
 Progress::Progress(uint64_t totalBytes, size_t totalTensors, FILE *out)
@@ -329,7 +364,8 @@ void Progress::print(bool final) {
 Result<std::vector<StreamedWeight>>
 kiln::emit::streamWeights(const std::vector<WeightSpec> &weights,
                           const glm::Checkpoint &checkpoint,
-                          artifact::ArtifactWriter &writer, FILE *progressOut) {
+                          artifact::ArtifactWriter &writer, FILE *progressOut,
+                          bool gpuCopies) {
   uint64_t totalBytes = 0;
   size_t totalTensors = 0;
   for (const WeightSpec &w : weights) {
@@ -353,7 +389,13 @@ kiln::emit::streamWeights(const std::vector<WeightSpec> &weights,
     auto streamed = streamer.stream(w);
     if (!streamed.isOk())
       return streamed.status().withContext("weight '" + w.name + "'");
-    out.push_back(std::move(streamed).value());
+    StreamedWeight sw = std::move(streamed).value();
+    if (gpuCopies && sw.layout == fb::WeightLayout::Mxfp4) {
+      Status s = appendGpuCopy(w, writer, sw);
+      if (!s.isOk())
+        return s.withContext("weight '" + w.name + "' (GPU copy)");
+    }
+    out.push_back(std::move(sw));
   }
   progress.finish();
   return out;

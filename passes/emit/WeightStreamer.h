@@ -28,6 +28,9 @@ struct StreamedWeight {
   fb::WeightLayout layout = fb::WeightLayout::Dense;
   fb::DType dtype = fb::DType::BF16;
   std::string source; // e.g. "bf16->mxfp4(even)"
+  /// MXFP4 weights of GPU artifacts: the copy in the GPU kernels' layout
+  /// (fb::WeightLayout::Mxfp4Gpu, MxWeightLayout per expert).
+  std::optional<fb::Extent> gpuData, gpuScales;
 };
 
 /// Progress of a long compile: a bar on a terminal, plain lines otherwise.
@@ -47,10 +50,13 @@ private:
   int lastPercent_ = -1;
 };
 
+/// Streams every weight. With `gpuCopies`, every MXFP4 weight also gets its
+/// GPU-layout copy, shuffled from the bytes just written.
 Result<std::vector<StreamedWeight>>
 streamWeights(const std::vector<WeightSpec> &weights,
               const glm::Checkpoint &checkpoint,
-              artifact::ArtifactWriter &writer, FILE *progressOut);
+              artifact::ArtifactWriter &writer, FILE *progressOut,
+              bool gpuCopies = false);
 
 } // namespace kiln::emit
 

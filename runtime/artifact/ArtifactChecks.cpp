@@ -52,9 +52,11 @@ private:
   Status checkConfig();
   Status checkExtent(const fb::Extent &extent, const std::string &what);
   Status checkWeights();
+  Status checkGpuCopy(const fb::Weight &w, const std::string &what);
   Status checkCaches();
   Status checkCodeObjects();
   Status checkKernels();
+  Status checkLaunches(const fb::KernelSymbol &s, const std::string &what);
   Status checkPlans();
   Status checkPlan(const fb::Plan &plan, const std::string &what);
   Status checkTokenizer();
@@ -164,6 +166,7 @@ Status Checker::checkWeights() {
                    fb::EnumNameWeightLayout(w.layout()), " ",
                    fb::EnumNameDType(w.dtype()), ", ", expected.elements,
                    " elements)");
+    KILN_RETURN_IF_ERROR(checkGpuCopy(w, what));
     if (expected.scales == 0) {
       if (w.scales())
         return error(StatusCode::InvalidArgument, what,
@@ -182,6 +185,28 @@ Status Checker::checkWeights() {
                    w.scales()->size(), " bytes, expected ", expected.scales,
                    " (", fb::EnumNameWeightLayout(w.layout()), ")");
   }
+  return Status::ok();
+}
+
+Status Checker::checkGpuCopy(const fb::Weight &w, const std::string &what) {
+  if (!w.gpu_data() && !w.gpu_scales())
+    return Status::ok();
+  if (w.layout() != fb::WeightLayout::Mxfp4 ||
+      w.gpu_layout() != fb::WeightLayout::Mxfp4Gpu || !w.gpu_data() ||
+      !w.gpu_scales())
+    return error(StatusCode::InvalidArgument, what, ": a GPU copy needs an ",
+                 "Mxfp4 weight with gpu_layout Mxfp4Gpu, gpu_data and ",
+                 "gpu_scales; found layout ",
+                 fb::EnumNameWeightLayout(w.layout()), ", gpu_layout ",
+                 fb::EnumNameWeightLayout(w.gpu_layout()));
+  WeightBytes gpu = mxfp4GpuBytes(w.shape()->data(), w.shape()->size());
+  KILN_RETURN_IF_ERROR(checkExtent(*w.gpu_data(), what + " gpu_data"));
+  KILN_RETURN_IF_ERROR(checkExtent(*w.gpu_scales(), what + " gpu_scales"));
+  if (w.gpu_data()->size() != gpu.data || w.gpu_scales()->size() != gpu.scales)
+    return error(StatusCode::InvalidArgument, what, ": GPU copy extents are ",
+                 w.gpu_data()->size(), " + ", w.gpu_scales()->size(),
+                 " bytes, expected ", gpu.data, " + ", gpu.scales,
+                 " (Mxfp4Gpu)");
   return Status::ok();
 }
 
@@ -241,6 +266,48 @@ Status Checker::checkKernels() {
         return error(StatusCode::InvalidArgument, sym, ": target '",
                      s.target()->str(), "', but code_objects[", s.code_object(),
                      "] is for '", objectTarget->str(), "'");
+      KILN_RETURN_IF_ERROR(checkLaunches(s, sym));
+    }
+  }
+  return Status::ok();
+}
+
+Status Checker::checkLaunches(const fb::KernelSymbol &s,
+                              const std::string &what) {
+  uint32_t scratch = count(s.scratch());
+  for (uint32_t i = 0; i < scratch; ++i) {
+    const fb::GpuScratch &g = *s.scratch()->Get(i);
+    if (g.per_row() < 0 || g.fixed() < 0 || g.per_position() < 0 ||
+        g.per_row() > MAX_SCRATCH_BYTES || g.fixed() > MAX_SCRATCH_BYTES ||
+        g.per_position() > MAX_SCRATCH_BYTES)
+      return error(StatusCode::InvalidArgument, what, " scratch[", i,
+                   "]: sizes must be 0 to ", MAX_SCRATCH_BYTES, " bytes");
+  }
+  for (uint32_t i = 0; i < count(s.launches()); ++i) {
+    const fb::GpuLaunch &l = *s.launches()->Get(i);
+    std::string launch = what + " launches[" + std::to_string(i) + "]";
+    if (empty(l.symbol()))
+      return error(StatusCode::InvalidArgument, launch, ": symbol is required");
+    auto three = [](const auto *v) { return v && v->size() == 3; };
+    if (!three(l.grid_mul()) || !three(l.grid_add()) || !three(l.grid_div()) ||
+        (l.grid_rows_of() && l.grid_rows_of()->size() != 3))
+      return error(StatusCode::InvalidArgument, launch,
+                   ": grid_mul, grid_add and grid_div need 3 entries");
+    for (uint32_t a = 0; a < 3; ++a)
+      if (l.grid_div()->Get(a) < 1 || l.grid_mul()->Get(a) < 0 ||
+          l.grid_add()->Get(a) < 0 || l.grid_mul()->Get(a) > MAX_DIM ||
+          l.grid_add()->Get(a) > MAX_DIM || l.grid_div()->Get(a) > MAX_DIM)
+        return error(StatusCode::InvalidArgument, launch, ": grid axis ", a,
+                     " must have mul, add in [0, ", MAX_DIM,
+                     "] and div in [1, ", MAX_DIM, "]");
+    if (l.workgroup_size() < 1 || l.workgroup_size() > 1024)
+      return error(StatusCode::InvalidArgument, launch, ": workgroup_size ",
+                   l.workgroup_size(), ", expected 1 to 1024");
+    for (uint32_t a = 0; a < count(l.args()); ++a) {
+      uint32_t ref = l.args()->Get(a), part = ref & 7;
+      if (part == 2 && (ref >> 3) >= scratch)
+        return error(StatusCode::InvalidArgument, launch, " args[", a,
+                     "]: scratch ", ref >> 3, ", the symbol has ", scratch);
     }
   }
   return Status::ok();

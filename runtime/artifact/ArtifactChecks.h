@@ -25,6 +25,8 @@ class Artifact;
 inline constexpr size_t MAX_RANK = 8;
 inline constexpr int64_t MAX_DIM = int64_t(1) << 40;
 inline constexpr uint64_t MAX_ELEMENTS = uint64_t(1) << 50;
+/// GPU scratch sizes per dispatch (per row, per position, fixed), bytes.
+inline constexpr int64_t MAX_SCRATCH_BYTES = int64_t(1) << 40;
 inline constexpr uint32_t MAX_FILES = 1 << 16;
 /// Limits on ModelConfig, as config.json's (frontends/glm/Config.h), so that
 /// sizes the runtime derives from them (hidden x tokens x 4 bytes, a row of
@@ -61,6 +63,13 @@ struct WeightBytes {
 /// prefixed with `what` when the combination is invalid (unknown enum
 /// values, non-positive or too large dims, a dtype the layout does not
 /// allow, a last dim that is not a multiple of the block).
+/// Sizes of an MXFP4 weight's GPU copy (WeightLayout Mxfp4Gpu): per
+/// [N, K] matrix, ceil(N/16) x ceil(K/128) chunks of 64 lanes x 16 bytes
+/// and ceil(N/16) x ceil(ceil(K/128)/4) words of 64 lanes x 4 bytes
+/// (passes/codegen/rocdl/MfmaLayout.h, MxWeightLayout). The shape must
+/// have passed expectedWeightBytes as Mxfp4.
+WeightBytes mxfp4GpuBytes(const int64_t *shape, size_t rank);
+
 Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
                                         fb::DType dtype, const int64_t *shape,
                                         size_t rank, const std::string &what);

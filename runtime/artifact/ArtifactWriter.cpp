@@ -139,6 +139,27 @@ Status ArtifactWriter::beginSegment() {
   return Status::ok();
 }
 
+Status ArtifactWriter::readBack(const fb::Extent &extent, uint64_t offset,
+                                void *out, size_t size) {
+  KILN_RETURN_IF_ERROR(checkUsable("readBack"));
+  if (extent.file() >= files_.size() || offset > extent.size() ||
+      size > extent.size() - offset)
+    return makeError(StatusCode::InvalidArgument, path_, ": read back of ",
+                     size, " bytes at ", offset, " is outside the segment");
+  File &file = files_[extent.file()];
+  auto *p = static_cast<uint8_t *>(out);
+  for (size_t done = 0; done < size;) {
+    ssize_t n = ::pread(file.fd, p + done, size - done,
+                        static_cast<off_t>(extent.offset() + offset + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fail(errnoError(file.tmpPath, "read back of a segment failed"));
+    done += static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
 // The open segment no longer fits beside the file's earlier segments: copy
 // what was written of it into a fresh file and cut it from the old one.
 Status ArtifactWriter::moveOpenSegmentToNewFile() {

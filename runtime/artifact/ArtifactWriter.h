@@ -60,6 +60,10 @@ public:
   Result<fb::Extent> endSegment();
   /// beginSegment + append + endSegment.
   Result<fb::Extent> writeSegment(const void *data, size_t size);
+  /// Reads `size` bytes at `offset` inside an ended segment back (the
+  /// compiler derives a weight's GPU copy from what it streamed).
+  Status readBack(const fb::Extent &extent, uint64_t offset, void *out,
+                  size_t size);
 
   /// The files' final names, relative to file 0's folder, for
   /// Artifact.files. Complete once the last segment has ended.

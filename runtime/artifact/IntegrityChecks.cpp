@@ -84,6 +84,12 @@ Status checkChecksums(const Artifact &artifact) {
       if (w.scales())
         KILN_RETURN_IF_ERROR(
             checkSegmentCrc(artifact, *w.scales(), what + " scales"));
+      if (w.gpu_data())
+        KILN_RETURN_IF_ERROR(
+            checkSegmentCrc(artifact, *w.gpu_data(), what + " gpu_data"));
+      if (w.gpu_scales())
+        KILN_RETURN_IF_ERROR(
+            checkSegmentCrc(artifact, *w.gpu_scales(), what + " gpu_scales"));
     }
   if (const auto *objects = meta.code_objects())
     for (uint32_t i = 0; i < objects->size(); ++i)

@@ -108,4 +108,20 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
   return out;
 }
 
+WeightBytes mxfp4GpuBytes(const int64_t *shape, size_t rank) {
+  WeightBytes out;
+  if (rank < 2)
+    return out;
+  uint64_t n = uint64_t(shape[rank - 2]), k = uint64_t(shape[rank - 1]);
+  uint64_t matrices = 1;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    matrices *= uint64_t(shape[i]);
+  uint64_t nTiles = ceilDiv(n, 16), kSteps = ceilDiv(k, 128);
+  uint64_t kWords = ceilDiv(kSteps, 4);
+  out.elements = matrices * n * k;
+  out.data = matrices * nTiles * kSteps * 64 * 16;
+  out.scales = matrices * nTiles * kWords * 64 * 4;
+  return out;
+}
+
 } // namespace kiln::artifact

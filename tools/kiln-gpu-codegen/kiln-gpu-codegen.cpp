@@ -25,8 +25,15 @@ using namespace kiln::rocdl;
 static cl::OptionCategory category("kiln-gpu-codegen options");
 static cl::opt<std::string>
     kernel("kernel",
-           cl::desc("mx_gemm, bf16_gemm, rms_norm, swiglu, add, rope, argmax"),
-           cl::Required, cl::cat(category));
+           cl::desc("mx_gemm, bf16_gemm, rms_norm, swiglu, add, rope, argmax "
+                    "(the other kinds take --symbol)"),
+           cl::init(""), cl::cat(category));
+static cl::opt<std::string>
+    symbolName("symbol",
+               cl::desc("Any kernel, by the symbol its spec has (e.g. "
+                        "kiln_softmax_c64_gfx950); overrides the other "
+                        "spec options and --chip"),
+               cl::init(""), cl::cat(category));
 static cl::opt<std::string> chip("chip", cl::desc("gfx950 or gfx942"),
                                  cl::init("gfx950"), cl::cat(category));
 static cl::opt<int64_t> m("m", cl::desc("GEMM rows (tiling hint)"),
@@ -72,12 +79,22 @@ static int fail(const Twine &message) {
   return 1;
 }
 
+static int emitKernels(const KernelSpec &spec);
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "Kiln GPU kernel generator\n");
 
   KernelSpec spec;
+  if (!symbolName.empty()) {
+    std::optional<KernelSpec> parsed = KernelSpec::fromSymbol(symbolName);
+    if (!parsed)
+      return fail("'" + symbolName + "' is not a Kiln kernel symbol");
+    return emitKernels(*parsed);
+  }
+  if (kernel.empty())
+    return fail("one of --kernel or --symbol is required");
   auto kind = kernelKindFromName(kernel);
   if (!kind)
     return fail("unknown kernel '" + kernel + "'");
@@ -101,7 +118,10 @@ int main(int argc, char **argv) {
   spec.neox = ropeStyle == "neox";
   spec.theta = theta;
   spec.chooseTiling();
+  return emitKernels(spec);
+}
 
+static int emitKernels(const KernelSpec &spec) {
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = buildKernels(context, {spec});
   if (!module)

@@ -132,6 +132,11 @@ mlir::gpu::GPUFuncOp createKernelFunc(mlir::ImplicitLocOpBuilder &b,
 void buildMxGemm(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
 void buildBf16Gemm(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
 void buildRowKernel(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
+// Generic kinds (KernelSpec::params), per family.
+void buildDataKernel(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
+void buildMoeKernel(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
+void buildAttentionKernel(mlir::gpu::GPUModuleOp module,
+                          const KernelSpec &spec);
 
 } // namespace kiln::rocdl
 

@@ -85,13 +85,100 @@ std::string KernelSpec::validate() const {
       os << "rope: theta must be > 1, got " << theta;
     break;
   default:
+    if (isGenericKind(kind))
+      return validateGeneric(*this);
     positive("cols", cols);
     break;
   }
   return os.str();
 }
 
+KernelSpec &KernelSpec::set(std::string_view name, int64_t value) {
+  for (Param &p : params)
+    if (p.name == name) {
+      p.value = value;
+      p.isFloat = false;
+      return *this;
+    }
+  params.push_back({std::string(name), value, false, 0.0f});
+  return *this;
+}
+
+KernelSpec &KernelSpec::setFloat(std::string_view name, float value) {
+  for (Param &p : params)
+    if (p.name == name) {
+      p.f = value;
+      p.isFloat = true;
+      return *this;
+    }
+  params.push_back({std::string(name), 0, true, value});
+  return *this;
+}
+
+int64_t KernelSpec::param(std::string_view name, int64_t fallback) const {
+  for (const Param &p : params)
+    if (p.name == name && !p.isFloat)
+      return p.value;
+  return fallback;
+}
+
+float KernelSpec::paramFloat(std::string_view name, float fallback) const {
+  for (const Param &p : params)
+    if (p.name == name && p.isFloat)
+      return p.f;
+  return fallback;
+}
+
+bool KernelSpec::has(std::string_view name) const {
+  for (const Param &p : params)
+    if (p.name == name)
+      return true;
+  return false;
+}
+
+std::string kiln::rocdl::validateGeneric(const KernelSpec &spec) {
+  std::ostringstream os;
+  for (const KernelSpec::Param &p : spec.params) {
+    bool letters = !p.name.empty();
+    for (char c : p.name)
+      letters = letters && c >= 'a' && c <= 'z';
+    if (!letters)
+      return std::string(kernelKindName(spec.kind)) + ": parameter name '" +
+             p.name + "' must be lowercase letters";
+    if (!p.isFloat && p.value < 0)
+      return std::string(kernelKindName(spec.kind)) + ": parameter " +
+             p.name + " must not be negative, got " + std::to_string(p.value);
+  }
+  int64_t wg = spec.blockSize();
+  if (wg < kWaveSize || wg > 1024 || wg % kWaveSize != 0)
+    return std::string(kernelKindName(spec.kind)) +
+           ": workgroup size must be a multiple of 64 in [64, 1024], got " +
+           std::to_string(wg);
+  // Element offsets are 32-bit (index-bitwidth=32).
+  for (const KernelSpec::Param &p : spec.params)
+    if (!p.isFloat && p.value >= (int64_t(1) << 31))
+      return std::string(kernelKindName(spec.kind)) + ": parameter " +
+             p.name + " = " + std::to_string(p.value) +
+             " is beyond 32-bit indexing";
+  switch (spec.kind) {
+  case KernelKind::MoeRoute:
+  case KernelKind::MoeAlign:
+  case KernelKind::MoeGateUp:
+  case KernelKind::MoeDown:
+    return validateMoeSpec(spec);
+  case KernelKind::KvAppend:
+  case KernelKind::MlaAttention:
+  case KernelKind::IndexerTopK:
+  case KernelKind::GqaAttention:
+    return validateAttentionSpec(spec);
+  default:
+    return validateDataSpec(spec);
+  }
+}
+
 int64_t KernelSpec::blockSize() const {
+  if (isGenericKind(kind))
+    return param("wg", kRowBlock);
   return isGemm(kind) ? kWaveSize : kRowBlock;
 }
 
@@ -108,6 +195,8 @@ int64_t KernelSpec::declaredWavesPerSimd() const {
   // gfx950 before quantization, beside two tiles' dequantized bf16 weights
   // on gfx942 -- and gets 256 (2 waves), which the MFMA-bound prefill
   // tolerates. Row kernels are small.
+  if (isGenericKind(kind))
+    return param("waves", 8);
   if (!isGemm(kind))
     return 8;
   return kind == KernelKind::MxGemm && tiling.mTiles > 1 ? 2 : 4;
@@ -138,9 +227,142 @@ std::string KernelSpec::symbol() const {
        << "_o" << offset << "_r" << rotaryDim << "_theta" << floatTag(theta);
     break;
   default:
+    if (isGenericKind(kind)) {
+      for (const Param &p : params)
+        os << "_" << p.name << (p.isFloat ? "X" + floatTag(p.f)
+                                          : std::to_string(p.value));
+      break;
+    }
     os << "_c" << cols;
     break;
   }
   os << "_" << chipInfo(chip).name;
   return os.str();
+}
+
+namespace {
+
+bool parseInt(std::string_view s, int64_t &out) {
+  if (s.empty() || s.size() > 18)
+    return false;
+  out = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9')
+      return false;
+    out = out * 10 + (c - '0');
+  }
+  return true;
+}
+
+bool parseHexFloat(std::string_view s, float &out) {
+  if (s.empty() || s.size() > 8)
+    return false;
+  uint32_t bits = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                   : -1;
+    if (d < 0)
+      return false;
+    bits = bits << 4 | uint32_t(d);
+  }
+  std::memcpy(&out, &bits, 4);
+  return true;
+}
+
+/// "abc123" -> ("abc", "123").
+std::pair<std::string_view, std::string_view> splitTag(std::string_view t) {
+  size_t i = 0;
+  while (i < t.size() && t[i] >= 'a' && t[i] <= 'z')
+    ++i;
+  return {t.substr(0, i), t.substr(i)};
+}
+
+} // namespace
+
+std::optional<KernelSpec> KernelSpec::fromSymbol(std::string_view symbol) {
+  constexpr std::string_view prefix = "kiln_";
+  if (symbol.substr(0, prefix.size()) != prefix)
+    return std::nullopt;
+  std::string_view rest = symbol.substr(prefix.size());
+  // The longest kind name followed by '_' (kind names contain '_').
+  std::optional<KernelKind> kind;
+  size_t kindLength = 0;
+  for (size_t i = 0; i < kKernelKindNames.size(); ++i) {
+    std::string_view name = kKernelKindNames[i];
+    if (rest.size() > name.size() && rest.substr(0, name.size()) == name &&
+        rest[name.size()] == '_' && name.size() > kindLength) {
+      kind = KernelKind(i);
+      kindLength = name.size();
+    }
+  }
+  if (!kind)
+    return std::nullopt;
+  rest = rest.substr(kindLength + 1);
+  std::vector<std::string_view> tags;
+  while (!rest.empty()) {
+    size_t cut = rest.find('_');
+    tags.push_back(rest.substr(0, cut));
+    rest = cut == std::string_view::npos ? std::string_view()
+                                         : rest.substr(cut + 1);
+  }
+  if (tags.empty())
+    return std::nullopt;
+  std::optional<Chip> chip = chipFromName(tags.back());
+  if (!chip)
+    return std::nullopt;
+  tags.pop_back();
+  KernelSpec spec;
+  spec.kind = *kind;
+  spec.chip = *chip;
+  for (std::string_view tag : tags) {
+    auto [name, value] = splitTag(tag);
+    int64_t v = 0;
+    float f = 0;
+    if (isGenericKind(*kind)) {
+      if (name.empty())
+        return std::nullopt;
+      if (!value.empty() && value[0] == 'X' && parseHexFloat(value.substr(1), f))
+        spec.setFloat(name, f);
+      else if (parseInt(value, v))
+        spec.set(name, v);
+      else
+        return std::nullopt;
+      continue;
+    }
+    if (name == "n" && parseInt(value, v))
+      spec.n = v;
+    else if (name == "k" && parseInt(value, v))
+      spec.k = v;
+    else if (name == "t") {
+      size_t x = value.find('x');
+      int64_t mt = 0, nt = 0;
+      if (x == std::string_view::npos || !parseInt(value.substr(0, x), mt) ||
+          !parseInt(value.substr(x + 1), nt))
+        return std::nullopt;
+      spec.tiling.mTiles = mt;
+      spec.tiling.nTiles = nt;
+      spec.m = mt > 1 ? 64 : 1;
+    } else if (name == "c" && parseInt(value, v))
+      spec.cols = v;
+    else if (name == "eps" && parseHexFloat(value, f))
+      spec.eps = f;
+    else if (name == "neox" || name == "interleaved")
+      spec.neox = name == "neox";
+    else if (name == "h" && parseInt(value, v))
+      spec.heads = v;
+    else if (name == "d" && parseInt(value, v))
+      spec.headDim = v;
+    else if (name == "o" && parseInt(value, v))
+      spec.offset = v;
+    else if (name == "r" && parseInt(value, v))
+      spec.rotaryDim = v;
+    else if (name == "theta" && parseHexFloat(value, f))
+      spec.theta = f;
+    else
+      return std::nullopt;
+  }
+  if (spec.symbol() != symbol)
+    return std::nullopt;
+  return spec;
 }

@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln::rocdl {
 
@@ -43,9 +44,55 @@ struct ChipInfo {
 const ChipInfo &chipInfo(Chip chip);
 std::optional<Chip> chipFromName(std::string_view name);
 
-enum class KernelKind { MxGemm, Bf16Gemm, RmsNorm, SwiGlu, Add, Rope, Argmax };
-inline constexpr std::array<std::string_view, 7> kKernelKindNames = {
-    "mx_gemm", "bf16_gemm", "rms_norm", "swiglu", "add", "rope", "argmax"};
+/// The first seven kinds carry their constants in the named fields below;
+/// every later kind ("generic" kinds) carries them in `params`, which the
+/// symbol spells out in full, so a symbol alone rebuilds its spec
+/// (fromSymbol).
+enum class KernelKind {
+  MxGemm,
+  Bf16Gemm,
+  RmsNorm,
+  SwiGlu,
+  Add,
+  Rope,
+  Argmax,
+  // Data movement and row kernels (DataKernels.cpp).
+  Embedding,
+  LayerNorm,
+  Unary,
+  Binary,
+  Softmax,
+  Normalize,
+  GroupLimit,
+  TopK,
+  Gather,
+  CopyBlocks,
+  TakeRows,
+  // Fused MoE (MoeKernels.cpp).
+  MoeRoute,
+  MoeAlign,
+  MoeGateUp,
+  MoeDown,
+  // Attention and caches (AttentionKernels.cpp).
+  KvAppend,
+  MlaAttention,
+  IndexerTopK,
+  GqaAttention,
+  // Dense FP8 (Fp8Block128) GEMM (DataKernels.cpp).
+  Fp8Gemm,
+};
+inline constexpr std::array<std::string_view, 27> kKernelKindNames = {
+    "mx_gemm",     "bf16_gemm",   "rms_norm",      "swiglu",
+    "add",         "rope",        "argmax",        "embedding",
+    "layer_norm",  "unary",       "binary",        "softmax",
+    "normalize",   "group_limit", "top_k",         "gather",
+    "copy_blocks", "take_rows",   "moe_route",     "moe_align",
+    "moe_gate_up", "moe_down",    "kv_append",     "mla_attention",
+    "indexer_top_k", "gqa_attention", "fp8_gemm"};
+/// Kinds configured by KernelSpec::params.
+inline bool isGenericKind(KernelKind kind) {
+  return int(kind) > int(KernelKind::Argmax);
+}
 std::optional<KernelKind> kernelKindFromName(std::string_view name);
 inline std::string_view kernelKindName(KernelKind kind) {
   return kKernelKindNames[size_t(kind)];
@@ -69,6 +116,23 @@ struct KernelSpec {
   bool neox = false; // false: interleaved pairs (2i, 2i+1)
   float theta = 10000.0f;
 
+  /// Generic kinds: named constants, in the order the symbol lists them.
+  /// Names are lowercase letters only; float values keep their bits
+  /// (spelled X<hex bits> in the symbol).
+  struct Param {
+    std::string name;
+    int64_t value = 0;
+    bool isFloat = false;
+    float f = 0.0f;
+  };
+  std::vector<Param> params;
+  KernelSpec &set(std::string_view name, int64_t value);
+  KernelSpec &setFloat(std::string_view name, float value);
+  /// The value of `name`, or `fallback` when absent.
+  int64_t param(std::string_view name, int64_t fallback = 0) const;
+  float paramFloat(std::string_view name, float fallback = 0.0f) const;
+  bool has(std::string_view name) const;
+
   /// Picks the tiling from the shape hints (GEMMs only).
   void chooseTiling();
   /// An empty string when the spec can be generated, else why not.
@@ -80,9 +144,22 @@ struct KernelSpec {
   /// Minimum waves per SIMD the kernel is compiled for
   /// ("amdgpu-waves-per-eu"); the register budget is 512 / this.
   int64_t declaredWavesPerSimd() const;
-  /// Unique, stable symbol, e.g. kiln_mx_gemm_n256_k512_t1x4_gfx950.
+  /// Unique, stable symbol, e.g. kiln_mx_gemm_n256_k512_t1x4_gfx950 or
+  /// kiln_softmax_c64_gfx942.
   std::string symbol() const;
+  /// The spec a symbol() names; nullopt for anything else.
+  static std::optional<KernelSpec> fromSymbol(std::string_view symbol);
 };
+
+/// Generic kinds: the workgroup size is param "wg" (default kRowBlock) and
+/// the declared occupancy param "waves" (default 8); a kernel family may
+/// validate its params (KernelSpec::validate calls validateGeneric).
+std::string validateGeneric(const KernelSpec &spec);
+/// Per family (DataSpecs.cpp, MoeSpecs.cpp, AttentionSpecs.cpp): an empty
+/// string when the family can generate the spec, else why not.
+std::string validateDataSpec(const KernelSpec &spec);
+std::string validateMoeSpec(const KernelSpec &spec);
+std::string validateAttentionSpec(const KernelSpec &spec);
 
 } // namespace kiln::rocdl
 

@@ -101,7 +101,23 @@ OwningOpRef<ModuleOp> kiln::rocdl::buildKernels(MLIRContext &context,
     case KernelKind::Bf16Gemm:
       buildBf16Gemm(gpuModule, spec);
       break;
+    case KernelKind::MoeRoute:
+    case KernelKind::MoeAlign:
+    case KernelKind::MoeGateUp:
+    case KernelKind::MoeDown:
+      buildMoeKernel(gpuModule, spec);
+      break;
+    case KernelKind::KvAppend:
+    case KernelKind::MlaAttention:
+    case KernelKind::IndexerTopK:
+    case KernelKind::GqaAttention:
+      buildAttentionKernel(gpuModule, spec);
+      break;
     default:
+      if (isGenericKind(spec.kind)) {
+        buildDataKernel(gpuModule, spec);
+        break;
+      }
       buildRowKernel(gpuModule, spec);
       break;
     }

@@ -310,4 +310,47 @@ TEST_F(ArtifactReject, AddedTokenOutOfRange) {
                   "15"});
 }
 
+// GPU launches and weight copies are checked like everything else.
+TEST_F(ArtifactReject, GpuLaunchesAndCopiesLoad) {
+  SampleOptions options;
+  options.gpu = true;
+  options.launchArg = 0 * 8 + 2; // scratch 0
+  write(options);
+  auto opened = Artifact::open(path());
+  ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+  const fb::KernelSymbol &s = *opened.value()->meta()->kernels()->Get(0)
+                                   ->symbols()->Get(1);
+  EXPECT_EQ(s.launches()->Get(0)->grid_div()->Get(1), 16);
+}
+
+TEST_F(ArtifactReject, GpuLaunchWithZeroDivisor) {
+  SampleOptions options;
+  options.gpu = true;
+  options.launchArg = 0 * 8 + 2;
+  options.gridDiv = 0;
+  write(options);
+  expectRejected(StatusCode::InvalidArgument,
+                 {"kernels[0] 'embed' symbols[1] launches[0]: grid axis 1",
+                  "div in [1, "});
+}
+
+TEST_F(ArtifactReject, GpuLaunchNamingAMissingScratch) {
+  SampleOptions options;
+  options.gpu = true; // launchArg names scratch 2 of 1
+  write(options);
+  expectRejected(StatusCode::InvalidArgument,
+                 {"launches[0] args[2]: scratch 2, the symbol has 1"});
+}
+
+TEST_F(ArtifactReject, GpuCopyOfTheWrongSize) {
+  SampleOptions options;
+  options.gpu = true;
+  options.launchArg = 0 * 8 + 2;
+  options.gpuCopyBytes = 1000;
+  write(options);
+  expectRejected(StatusCode::InvalidArgument,
+                 {"weights[1] 'layers.0.mlp.experts.{e}.w1': GPU copy extents "
+                  "are 1000 + 512 bytes, expected 2048 + 512 (Mxfp4Gpu)"});
+}
+
 } // namespace

@@ -94,6 +94,14 @@ Status writeSample(const std::string &path, const SampleOptions &options) {
   KILN_ASSIGN_OR_RETURN(fb::Extent wqScales,
                         streamSegment(*writer, WQ_SCALE_BYTES, 4));
   KILN_ASSIGN_OR_RETURN(fb::Extent code, streamSegment(*writer, CODE_BYTES, 5));
+  fb::Extent gpuCode, gpuCopy, gpuScales;
+  if (options.gpu) {
+    KILN_ASSIGN_OR_RETURN(gpuCode, streamSegment(*writer, CODE_BYTES, 6));
+    KILN_ASSIGN_OR_RETURN(gpuCopy,
+                          streamSegment(*writer, options.gpuCopyBytes, 7));
+    KILN_ASSIGN_OR_RETURN(gpuScales,
+                          streamSegment(*writer, options.gpuScaleBytes, 8));
+  }
 
   FlatBufferBuilder fbb;
   std::vector<int64_t> expertShape = {2, 8, 64}, wqShape = {200, 130};
@@ -101,10 +109,13 @@ Status writeSample(const std::string &path, const SampleOptions &options) {
       fb::CreateWeightDirect(fbb, EMBED, fb::WeightLayout::Dense,
                              fb::DType::BF16, &options.embedShape, &embed,
                              nullptr, "bf16"),
-      fb::CreateWeightDirect(fbb, EXPERTS, fb::WeightLayout::Mxfp4,
-                             fb::DType::F4E2M1, &expertShape, &experts,
-                             options.writeMxfp4Scales ? &expertScales : nullptr,
-                             "bf16->mxfp4(even)"),
+      fb::CreateWeightDirect(
+          fbb, EXPERTS, fb::WeightLayout::Mxfp4, fb::DType::F4E2M1,
+          &expertShape, &experts,
+          options.writeMxfp4Scales ? &expertScales : nullptr,
+          "bf16->mxfp4(even)",
+          options.gpu ? fb::WeightLayout::Mxfp4Gpu : fb::WeightLayout::Dense,
+          options.gpu ? &gpuCopy : nullptr, options.gpu ? &gpuScales : nullptr),
       fb::CreateWeightDirect(fbb, WQ, fb::WeightLayout::Fp8Block128,
                              fb::DType::F8E4M3, &wqShape, &wq, &wqScales,
                              "fp8")};
@@ -112,11 +123,26 @@ Status writeSample(const std::string &path, const SampleOptions &options) {
       fbb, "layers.0.latent", options.cacheWidth, options.cacheDType, "main")};
   std::vector<Offset<fb::KernelSymbol>> symbols = {
       fb::CreateKernelSymbolDirect(fbb, "x86_64", "kiln_embed", 0)};
+  if (options.gpu) {
+    std::vector<int64_t> mul = {0, 1, 0}, add = {4, 0, 1},
+                         div = {1, options.gridDiv, 1};
+    std::vector<uint32_t> args = {0 * 8 + 0, 1 * 8 + 1, options.launchArg,
+                                  3};
+    std::vector<Offset<fb::GpuLaunch>> launches = {fb::CreateGpuLaunchDirect(
+        fbb, "kiln_embed_gfx950", 256, 0, &mul, &add, &div, nullptr, &args)};
+    std::vector<fb::GpuScratch> scratch = {fb::GpuScratch(64, 0, 0)};
+    symbols.push_back(fb::CreateKernelSymbolDirect(
+        fbb, "gfx950", "kiln_embed_gfx950", 1, nullptr, 0, &launches,
+        &scratch));
+  }
   std::vector<Offset<fb::Kernel>> kernels = {
       fb::CreateKernelDirect(fbb, "embed", &symbols),
       fb::CreateKernelDirect(fbb, "moe", nullptr)};
   std::vector<Offset<fb::CodeObject>> codeObjects = {fb::CreateCodeObjectDirect(
       fbb, "x86_64", "x86_64-unknown-linux-gnu", &code)};
+  if (options.gpu)
+    codeObjects.push_back(fb::CreateCodeObjectDirect(
+        fbb, "gfx950", "amdgcn-amd-amdhsa--gfx950", &gpuCode));
   std::vector<Offset<fb::Plan>> plans = {
       buildPlan(fbb, "decode", options),
       buildPlan(fbb, options.secondPlanName, options)};

@@ -31,6 +31,13 @@ struct SampleOptions {
   int64_t cacheWidth = 576;
   fb::DType cacheDType = fb::DType::BF16;
   int32_t addedTokenId = 14; // config.vocab_size is 16
+  /// Adds a gfx950 code object and a GPU launch for kernels[0], and a GPU
+  /// copy (Mxfp4Gpu) of the MXFP4 weight of gpuCopyBytes + gpuScaleBytes.
+  bool gpu = false;
+  int64_t gridDiv = 16;
+  uint32_t launchArg = 2 * 8 + 2; // scratch 2 (the launch declares 1)
+  uint64_t gpuCopyBytes = 2 * 1 * 1 * 64 * 16; // 2 experts, [8, 64]
+  uint64_t gpuScaleBytes = 2 * 1 * 1 * 64 * 4;
 };
 
 /// Names and sizes of the sample's segments, in write order.

@@ -1,0 +1,147 @@
+//===- GpuLaunch.h - How one plan dispatch runs on a GPU -----------------===//
+//
+// A dispatch of a plan (KernelAbi.h) runs on a GPU as one or more kernel
+// launches. The compiler decides them here, once per dispatch shape, and
+// writes them into the artifact's KernelSymbol.launches; the runtime's HIP
+// plan runner (runtime/hip/HipPlanRunner) then only binds pointers and
+// evaluates grids. Conventions every GPU kernel follows:
+//
+//  * Rows. A dispatch's row count R is the row count of its first Buffer
+//    argument (tokens T for most kernels, selected rows for the logits).
+//  * Grid. Each axis is ceil((R * mul + add) / div) workgroups; a launch
+//    whose grid has a zero axis is skipped (R = 0).
+//  * Arguments. Each kernel argument is a GpuArgRef: a dispatch argument's
+//    device data (an activation buffer; a weight's values, f32 for 1-D
+//    weights, the GPU layout for matrices; a cache), a weight's scales, a
+//    scratch buffer of this dispatch, or an i32 scalar (R, or the cache
+//    capacity in positions).
+//  * Caches on the device are [slots, capacity, width] (f32 or bf16, as the
+//    Cache table says); the runner writes slot numbers, not sequence ids,
+//    into the seq_ids input before a plan runs.
+//  * Scratch buffers are per dispatch, sized by GpuScratchSpec, and hold
+//    nothing between launches of different dispatches (contents undefined
+//    at the first launch: a kernel that accumulates must clear first).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PASSES_EMIT_GPULAUNCH_H
+#define KILN_PASSES_EMIT_GPULAUNCH_H
+
+#include "passes/codegen/rocdl/KernelSpec.h"
+#include "passes/emit/PlanBuilder.h"
+#include "passes/emit/WeightStreamer.h"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::emit {
+
+struct GpuArgRef {
+  enum class Part : uint8_t {
+    Data = 0,          // dispatch argument `index`
+    Scales = 1,        // dispatch argument `index`, a weight: its scales
+    Scratch = 2,       // scratch buffer `index`
+    Rows = 3,          // i32 R
+    CacheCapacity = 4, // i32 positions per cache slot
+    RawData = 5,       // dispatch argument `index`, a weight: its bytes in
+                       // the artifact's own layout (MXFP4: checkpoint
+                       // layout, row-major [.., N, K/2]) even when a GPU copy
+                       // exists
+    RawScales = 6,     // the same for its scales ([.., N, K/32] E8M0)
+    RowsOf = 7,        // i32 row count of dispatch argument `index`
+  };
+  Part part = Part::Data;
+  uint32_t index = 0;
+  /// The artifact's encoding: index * 8 + part.
+  uint32_t encode() const { return index * 8 + uint32_t(part); }
+};
+
+/// Convenience constructors for the lowering functions.
+inline GpuArgRef argData(uint32_t i) { return {GpuArgRef::Part::Data, i}; }
+inline GpuArgRef argScales(uint32_t i) { return {GpuArgRef::Part::Scales, i}; }
+inline GpuArgRef argScratch(uint32_t i) {
+  return {GpuArgRef::Part::Scratch, i};
+}
+inline GpuArgRef argRows() { return {GpuArgRef::Part::Rows, 0}; }
+inline GpuArgRef argCacheCapacity() {
+  return {GpuArgRef::Part::CacheCapacity, 0};
+}
+inline GpuArgRef argRawData(uint32_t i) { return {GpuArgRef::Part::RawData, i}; }
+inline GpuArgRef argRawScales(uint32_t i) {
+  return {GpuArgRef::Part::RawScales, i};
+}
+inline GpuArgRef argRowsOf(uint32_t i) { return {GpuArgRef::Part::RowsOf, i}; }
+
+/// One grid axis: ceil((R * mul + add) / div), R the dispatch's rows or,
+/// when rowsOf >= 0, the row count of dispatch argument `rowsOf`.
+struct GpuGridAxis {
+  int64_t mul = 0, add = 1, div = 1;
+  int32_t rowsOf = -1;
+  int64_t evaluate(int64_t rows) const {
+    return (rows * mul + add + div - 1) / div;
+  }
+};
+inline GpuGridAxis gridFixed(int64_t n) { return {0, n, 1}; }
+inline GpuGridAxis gridPerRow(int64_t perRow = 1) { return {perRow, 0, 1}; }
+
+struct GpuLaunchSpec {
+  rocdl::KernelSpec spec; // chip set by the code-object builder
+  std::array<GpuGridAxis, 3> grid = {gridFixed(1), gridFixed(1),
+                                     gridFixed(1)};
+  std::vector<GpuArgRef> args;
+};
+
+/// perRow * R + perPosition * R * capacity + fixed bytes (capacity: the
+/// cache positions per slot, known at run time).
+struct GpuScratchSpec {
+  int64_t perRow = 0, fixed = 0, perPosition = 0;
+};
+
+/// How a dispatch runs on a GPU.
+struct GpuDispatchLowering {
+  std::vector<GpuLaunchSpec> launches;
+  std::vector<GpuScratchSpec> scratch;
+  /// Chip-independent identity of the whole sequence (kernel symbols
+  /// without their chip, grids, arguments, scratch).
+  std::string key() const;
+};
+
+/// What a lowering function sees of one dispatch.
+struct GpuDispatchContext {
+  const PlanSpec &plan;
+  const DispatchSpec &dispatch;
+  const ProgramSpec &program;
+  const std::vector<StreamedWeight> &weights;
+
+  size_t argCount() const { return dispatch.args.size(); }
+  bool isBuffer(size_t i) const;
+  bool isWeight(size_t i) const;
+  bool isCache(size_t i) const;
+  bool isNone(size_t i) const;
+  const BufferSpec &buffer(size_t i) const;
+  int64_t bufferElems(size_t i) const { return buffer(i).rowElems(); }
+  const WeightSpec &weight(size_t i) const;
+  const StreamedWeight &stored(size_t i) const;
+  const CacheSpec &cache(size_t i) const;
+  /// The row kind (fb::Rows) of the dispatch's first Buffer argument.
+  uint8_t rowKind() const;
+};
+
+// Per family; nullopt when the dispatch's shape has no GPU kernel. Basic:
+// matmul (2-D MXFP4 or BF16 weight), rms_norm, same-shape add, rope, argmax
+// (GpuLowerBasic.cpp); the others in GpuLower{Data,Moe,Attention}.cpp.
+std::optional<GpuDispatchLowering> lowerBasicDispatch(const GpuDispatchContext &);
+std::optional<GpuDispatchLowering> lowerDataDispatch(const GpuDispatchContext &);
+std::optional<GpuDispatchLowering> lowerMoeDispatch(const GpuDispatchContext &);
+std::optional<GpuDispatchLowering>
+lowerAttentionDispatch(const GpuDispatchContext &);
+
+/// All of them: the lowering of any dispatch, or nullopt.
+std::optional<GpuDispatchLowering>
+lowerGpuDispatch(const GpuDispatchContext &context);
+
+} // namespace kiln::emit
+
+#endif // KILN_PASSES_EMIT_GPULAUNCH_H
