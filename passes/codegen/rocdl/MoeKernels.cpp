@@ -1,0 +1,587 @@
+//===- MoeKernels.cpp - Fused MoE: route, align, expert GEMMs, combine ----===//
+//
+// A moe dispatch runs as (GpuLowerMoe.cpp; parameters in MoeSpecs.cpp):
+//
+//  moe_route   (f32 x[R, H], router[E, H] f32|bf16, f32 bias[E],
+//               i32 ids[R, topk], f32 weights[R, topk])       grid (R)
+//     One workgroup per token: each wave takes experts e = wave, wave + 4,
+//     ... (lanes stride over H, then a wave sum); sigmoid; selection on
+//     s + bias after the group limit; topk rounds of a workgroup argmax
+//     (ties to the lower id, NaN last: RowOps.h order); weights = unbiased
+//     s, normalized, times the scaling factor (Router.cpp).
+//  moe_align   (i32 ids[R * topk], i32 R, i32 sorted[], i32 blockExpert[],
+//               i32 meta[4])                                  grid (1)
+//     vLLM moe_align_block_size: pairs p = t * topk + j grouped by expert
+//     (ascending), each expert's pairs in ascending p, padded with R * topk
+//     to whole blocks of bm rows; blockExpert per block, meta[0] = blocks.
+//     Thread t owns experts t, t + 256, ...: it scans the ids (staged in LDS
+//     chunks) twice, to count and to scatter, so no atomics are needed and
+//     the order is the CPU's.
+//  moe_gate_up (f32 x[R, H], gate, up (MXFP4 data + scales, bf16, or FP8
+//               block-128 bytes + f32 scales [E, N/128, K/128] rounded up),
+//               sorted, blockExpert, meta, f32 act[R * topk, I], i32 R)
+//               grid (ceil(I / (16 nt)), max blocks)
+//     One wave per (block, N range): gathers the block's token rows, runs
+//     the MfmaLayout GEMM recipe (GemmTiles.h; FP8 weights take the BF16
+//     recipe, decoded to bf16 in registers) against the expert's gate and
+//     up with shared activations, and writes silu(gate) * up to the pair's
+//     row of act. Blocks past meta[0] exit at once.
+//  moe_down    (f32 act, down, sorted, blockExpert, meta, f32 y[R * topk, H],
+//               i32 R)                    grid (ceil(H / (16 nt)), max blocks)
+//     The same over the down weights: y row p = Expert(act row p).
+//  moe_down combine=1 (f32 y[R, topk, H], f32 weights[R, topk],
+//               [f32 shared[R, H]], f32 out[R, H])            grid (R)
+//     out[t] = shared[t] + sum_j weights[t, j] * y[t, j] in slot order:
+//     deterministic, no atomics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/codegen/rocdl/GemmTiles.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace kiln::rocdl;
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct MoeKernel {
+  MoeKernel(ImplicitLocOpBuilder &b, const KernelSpec &spec)
+      : ir(b), b(b), spec(spec) {}
+  KernelIr ir;
+  ImplicitLocOpBuilder &b;
+  const KernelSpec &spec;
+
+  Type f32() { return b.getF32Type(); }
+  Type i32() { return b.getI32Type(); }
+  VectorType vec(int64_t n, Type elem) { return VectorType::get({n}, elem); }
+  int64_t p(const char *name) const { return spec.param(name); }
+
+  Value toI32(Value index) {
+    return arith::IndexCastUIOp::create(b, i32(), index);
+  }
+  Value cmpi(arith::CmpIPredicate pred, Value a, Value c) {
+    return arith::CmpIOp::create(b, pred, a, c);
+  }
+  Value cmpf(arith::CmpFPredicate pred, Value a, Value c) {
+    return arith::CmpFOp::create(b, pred, a, c);
+  }
+  Value select(Value cond, Value a, Value c) {
+    return arith::SelectOp::create(b, cond, a, c);
+  }
+  void barrier() { gpu::BarrierOp::create(b); }
+
+  /// RowOps.h order: a ranks before b if it is larger, NaN ranks last, ties
+  /// (and two NaNs) go to the lower index (ia, ib i32).
+  Value ranksBefore(Value a, Value ia, Value vb, Value ib) {
+    Value nanA = cmpf(arith::CmpFPredicate::UNO, a, a);
+    Value nanB = cmpf(arith::CmpFPredicate::UNO, vb, vb);
+    Value lower = cmpi(arith::CmpIPredicate::slt, ia, ib);
+    Value nanCase =
+        select(cmpi(arith::CmpIPredicate::eq, nanA, nanB), lower, nanB);
+    Value numCase = select(cmpf(arith::CmpFPredicate::ONE, a, vb),
+                           cmpf(arith::CmpFPredicate::OGT, a, vb), lower);
+    return select(arith::OrIOp::create(b, nanA, nanB), nanCase, numCase);
+  }
+  /// The better of two (value, i32 index) candidates.
+  SmallVector<Value> better(ArrayRef<Value> l, ArrayRef<Value> r) {
+    Value takeR = ranksBefore(r[0], r[1], l[0], l[1]);
+    return {select(takeR, r[0], l[0]), select(takeR, r[1], l[1])};
+  }
+
+  Value sigmoid(Value v) {
+    Value t = arith::MulFOp::create(b, v, ir.f32(-kLog2e));
+    Value e = ir.intrinsic("llvm.amdgcn.exp2", f32(), {t});
+    return ir.intrinsic("llvm.amdgcn.rcp", f32(),
+                        {arith::AddFOp::create(b, e, ir.f32(1.0f))});
+  }
+
+  //===--------------------------------------------------------------------===//
+  // moe_route
+  //===--------------------------------------------------------------------===//
+
+  void route(gpu::GPUModuleOp module) {
+    int64_t e = p("e"), h = p("h"), topk = p("topk"), groups = p("ngroup"),
+            topkGroup = p("topkgroup");
+    bool norm = p("norm") != 0, rbf = p("rbf") != 0;
+    float scale = spec.paramFloat("scale", 1.0f);
+    Type wElem = rbf ? Type(b.getBF16Type()) : f32();
+    int64_t waves = kRowBlock / kWaveSize;
+    auto fn = createKernelFunc(
+        b, module, spec,
+        {ir.activations(f32(), h), ir.global(wElem, e * h), ir.global(f32(), e),
+         ir.activations(i32(), topk), ir.activations(f32(), topk)},
+        {ir.workgroup(f32(), e), ir.workgroup(f32(), e), ir.workgroup(i32(), e),
+         ir.workgroup(f32(), groups), ir.workgroup(f32(), waves),
+         ir.workgroup(i32(), waves), ir.workgroup(f32(), topk)});
+    Value x = fn.getArgument(0), w = fn.getArgument(1),
+          bias = fn.getArgument(2), ids = fn.getArgument(3),
+          weights = fn.getArgument(4);
+    auto wgb = fn.getWorkgroupAttributions();
+    Value scores = wgb[0], sel = wgb[1], taken = wgb[2], groupScore = wgb[3],
+          redV = wgb[4], redI = wgb[5], chosen = wgb[6];
+    IrIndex t = ir.blockId(gpu::Dimension::x);
+    IrIndex tid = ir.threadId();
+    IrIndex wave = tid / kWaveSize, lane = tid % kWaveSize;
+    Value first = cmpi(arith::CmpIPredicate::eq, tid, ir.idx(0));
+
+    // Logits, sigmoid, the selection scores.
+    int64_t width = h % 4 == 0 ? 4 : 1;
+    VectorType fv = vec(width, f32());
+    Value zero = arith::ConstantOp::create(b, DenseElementsAttr::get(fv, 0.0f));
+    ir.forLoop(wave, ir.idx(e), waves, {}, [&](IrIndex ex, ValueRange) {
+      Value acc = ir.forLoop(
+          lane, ir.idx(h / width), kWaveSize, {zero},
+          [&](IrIndex i, ValueRange in) {
+            Value xv = ir.loadVector(fv, x, t * h + i * width);
+            Value wv = ir.loadVector(vec(width, wElem), w, ex * h + i * width);
+            if (rbf)
+              wv = arith::ExtFOp::create(b, fv, wv);
+            return SmallVector<Value>{math::FmaOp::create(b, xv, wv, in[0])};
+          })[0];
+      Value partial =
+          vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc);
+      Value logit =
+          ir.waveReduce({partial}, [&](ArrayRef<Value> l, ArrayRef<Value> r) {
+            return SmallVector<Value>{arith::AddFOp::create(b, l[0], r[0])};
+          })[0];
+      ir.ifThen(cmpi(arith::CmpIPredicate::eq, lane, ir.idx(0)), [&] {
+        Value s = sigmoid(logit);
+        ir.store(s, scores, ex);
+        ir.store(arith::AddFOp::create(b, s, ir.load(bias, ex)), sel, ex);
+      });
+      return SmallVector<Value>();
+    });
+    barrier();
+
+    if (groups > 1)
+      groupLimit(sel, groupScore, tid, e, groups, topkGroup);
+
+    ir.forLoop(tid, ir.idx(e), kRowBlock, {}, [&](IrIndex i, ValueRange) {
+      ir.store(ir.i32(0), taken, i);
+      return SmallVector<Value>();
+    });
+    barrier();
+
+    // topk rounds of a workgroup argmax over the experts not yet taken.
+    Value nan = ir.f32(std::nanf(""));
+    Value none = ir.i32(INT32_MAX);
+    auto combine = [&](ArrayRef<Value> l, ArrayRef<Value> r) {
+      return better(l, r);
+    };
+    ir.forLoop(ir.idx(0), ir.idx(topk), 1, {}, [&](IrIndex j, ValueRange) {
+      SmallVector<Value> best =
+          ir.forLoop(tid, ir.idx(e), kRowBlock, {nan, none},
+                     [&](IrIndex i, ValueRange acc) {
+                       Value isTaken = cmpi(arith::CmpIPredicate::ne,
+                                            ir.load(taken, i), ir.i32(0));
+                       Value v = select(isTaken, nan, ir.load(sel, i));
+                       Value vi = select(isTaken, none, toI32(i));
+                       return better({acc[0], acc[1]}, {v, vi});
+                     });
+      SmallVector<Value> total = ir.blockReduce(best, combine, {redV, redI});
+      ir.ifThen(first, [&] {
+        IrIndex pick = ir.idx(ir.toIndex(total[1]));
+        ir.store(ir.i32(1), taken, pick);
+        ir.store(total[1], ids, t * topk + j);
+        ir.store(ir.load(scores, pick), chosen, j);
+      });
+      barrier();
+      return SmallVector<Value>();
+    });
+
+    // Unbiased scores of the chosen experts, normalized, scaled.
+    ir.ifThen(first, [&] {
+      Value denom = ir.f32(1.0f);
+      if (norm) {
+        Value sum =
+            ir.forLoop(ir.idx(0), ir.idx(topk), 1, {ir.f32(0.0f)},
+                       [&](IrIndex j, ValueRange in) {
+                         return SmallVector<Value>{arith::AddFOp::create(
+                             b, in[0], ir.load(chosen, j))};
+                       })[0];
+        denom = arith::AddFOp::create(b, sum, ir.f32(1e-20f));
+      }
+      ir.forLoop(ir.idx(0), ir.idx(topk), 1, {}, [&](IrIndex j, ValueRange) {
+        Value v = ir.load(chosen, j);
+        if (norm)
+          v = arith::DivFOp::create(b, v, denom);
+        v = arith::MulFOp::create(b, v, ir.f32(scale));
+        ir.store(v, weights, t * topk + j);
+        return SmallVector<Value>();
+      });
+    });
+    gpu::ReturnOp::create(b);
+  }
+
+  /// Keeps the topkGroup groups with the best top-two sums of `sel` (RowOps
+  /// groupLimit) and sets the others to -inf. One thread per group.
+  void groupLimit(Value sel, Value groupScore, IrIndex tid, int64_t e,
+                  int64_t groups, int64_t topkGroup) {
+    int64_t size = e / groups;
+    ir.forLoop(tid, ir.idx(groups), kRowBlock, {}, [&](IrIndex g, ValueRange) {
+      IrIndex base = g * size;
+      Value score;
+      if (size == 1) {
+        score = ir.load(sel, base);
+      } else {
+        Value v0 = ir.load(sel, base), v1 = ir.load(sel, base + 1);
+        Value swap = ranksBefore(v1, ir.i32(1), v0, ir.i32(0));
+        SmallVector<Value> init = {
+            select(swap, v1, v0), select(swap, ir.i32(1), ir.i32(0)),
+            select(swap, v0, v1), select(swap, ir.i32(0), ir.i32(1))};
+        SmallVector<Value> top = ir.forLoop(
+            ir.idx(2), ir.idx(size), 1, init, [&](IrIndex i, ValueRange in) {
+              Value v = ir.load(sel, base + i);
+              Value vi = toI32(i);
+              Value overFirst = ranksBefore(v, vi, in[0], in[1]);
+              Value overSecond = ranksBefore(v, vi, in[2], in[3]);
+              Value secondV =
+                  select(overFirst, in[0], select(overSecond, v, in[2]));
+              Value secondI =
+                  select(overFirst, in[1], select(overSecond, vi, in[3]));
+              return SmallVector<Value>{select(overFirst, v, in[0]),
+                                        select(overFirst, vi, in[1]), secondV,
+                                        secondI};
+            });
+        score = arith::AddFOp::create(b, top[0], top[2]);
+      }
+      ir.store(score, groupScore, g);
+      return SmallVector<Value>();
+    });
+    barrier();
+    Value ninf = ir.f32(-std::numeric_limits<float>::infinity());
+    ir.forLoop(tid, ir.idx(groups), kRowBlock, {}, [&](IrIndex g, ValueRange) {
+      Value mine = ir.load(groupScore, g);
+      Value gi = toI32(g);
+      Value ahead = ir.forLoop(
+          ir.idx(0), ir.idx(groups), 1, {ir.i32(0)},
+          [&](IrIndex hh, ValueRange in) {
+            Value before =
+                ranksBefore(ir.load(groupScore, hh), toI32(hh), mine, gi);
+            Value one = arith::ExtUIOp::create(b, i32(), before);
+            return SmallVector<Value>{arith::AddIOp::create(b, in[0], one)};
+          })[0];
+      Value drop = cmpi(arith::CmpIPredicate::sge, ahead, ir.i32(topkGroup));
+      ir.ifThen(drop, [&] {
+        ir.forLoop(g * size, g * size + size, 1, {},
+                   [&](IrIndex i, ValueRange) {
+                     ir.store(ninf, sel, i);
+                     return SmallVector<Value>();
+                   });
+      });
+      return SmallVector<Value>();
+    });
+    barrier();
+  }
+
+  //===--------------------------------------------------------------------===//
+  // moe_align
+  //===--------------------------------------------------------------------===//
+
+  /// Pairs staged in LDS per chunk.
+  static constexpr int64_t kChunk = 4 * kRowBlock;
+
+  void align(gpu::GPUModuleOp module) {
+    int64_t e = p("e"), topk = p("topk"), bm = p("bm");
+    auto fn = createKernelFunc(
+        b, module, spec,
+        {ir.activations(i32(), topk), i32(), ir.activations(i32(), 1),
+         ir.activations(i32(), 1), ir.global(i32(), 4)},
+        {ir.workgroup(i32(), e), ir.workgroup(i32(), e + 1),
+         ir.workgroup(i32(), e), ir.workgroup(i32(), kChunk)});
+    Value ids = fn.getArgument(0), sorted = fn.getArgument(2),
+          blockExpert = fn.getArgument(3), meta = fn.getArgument(4);
+    auto wgb = fn.getWorkgroupAttributions();
+    Value count = wgb[0], start = wgb[1], fill = wgb[2], chunk = wgb[3];
+    IrIndex rows = ir.idx(ir.toIndex(fn.getArgument(1)));
+    IrIndex pairs = rows * topk;
+    Value pairsI32 = toI32(pairs);
+    IrIndex tid = ir.threadId();
+
+    auto forOwned = [&](const std::function<void(IrIndex)> &body) {
+      ir.forLoop(tid, ir.idx(e), kRowBlock, {}, [&](IrIndex x, ValueRange) {
+        body(x);
+        return SmallVector<Value>();
+      });
+    };
+    // Calls body(expert, chunkStart, chunkSize) per staged chunk of ids.
+    auto scan =
+        [&](const std::function<void(IrIndex, IrIndex, IrIndex)> &body) {
+          ir.forLoop(ir.idx(0), pairs, kChunk, {}, [&](IrIndex c0, ValueRange) {
+            barrier();
+            IrIndex n = ir.min(pairs - c0, ir.idx(kChunk));
+            ir.forLoop(tid, n, kRowBlock, {}, [&](IrIndex i, ValueRange) {
+              ir.store(ir.load(ids, c0 + i), chunk, i);
+              return SmallVector<Value>();
+            });
+            barrier();
+            forOwned([&](IrIndex x) { body(x, c0, n); });
+            return SmallVector<Value>();
+          });
+        };
+
+    forOwned([&](IrIndex x) { ir.store(ir.i32(0), count, x); });
+    scan([&](IrIndex x, IrIndex, IrIndex n) {
+      Value xi = toI32(x);
+      Value c = ir.forLoop(
+          ir.idx(0), n, 1, {ir.load(count, x)}, [&](IrIndex i, ValueRange in) {
+            Value hit = cmpi(arith::CmpIPredicate::eq, ir.load(chunk, i), xi);
+            Value one = arith::ExtUIOp::create(b, i32(), hit);
+            return SmallVector<Value>{arith::AddIOp::create(b, in[0], one)};
+          })[0];
+      ir.store(c, count, x);
+    });
+    barrier();
+    // Block starts: one thread, E steps.
+    Value first = cmpi(arith::CmpIPredicate::eq, tid, ir.idx(0));
+    ir.ifThen(first, [&] {
+      ir.store(ir.i32(0), start, ir.idx(0));
+      Value end = ir.forLoop(
+          ir.idx(0), ir.idx(e), 1, {ir.i32(0)}, [&](IrIndex x, ValueRange in) {
+            Value c = ir.load(count, x);
+            Value padded = arith::MulIOp::create(
+                b,
+                arith::DivUIOp::create(
+                    b, arith::AddIOp::create(b, c, ir.i32(bm - 1)), ir.i32(bm)),
+                ir.i32(bm));
+            Value next = arith::AddIOp::create(b, in[0], padded);
+            ir.store(next, start, x + 1);
+            return SmallVector<Value>{next};
+          })[0];
+      ir.store(arith::DivUIOp::create(b, end, ir.i32(bm)), meta, ir.idx(0));
+    });
+    barrier();
+    forOwned([&](IrIndex x) { ir.store(ir.load(start, x), fill, x); });
+    scan([&](IrIndex x, IrIndex c0, IrIndex n) {
+      Value xi = toI32(x);
+      Value f = ir.forLoop(
+          ir.idx(0), n, 1, {ir.toIndex(ir.load(fill, x))},
+          [&](IrIndex i, ValueRange in) {
+            Value hit = cmpi(arith::CmpIPredicate::eq, ir.load(chunk, i), xi);
+            IrIndex at = ir.idx(in[0]);
+            ir.ifThen(hit, [&] { ir.store(toI32(c0 + i), sorted, at); });
+            return SmallVector<Value>{select(hit, at + 1, at)};
+          })[0];
+      ir.store(toI32(f), fill, x);
+    });
+    // Padding and the expert of each block.
+    forOwned([&](IrIndex x) {
+      IrIndex begin = ir.idx(ir.toIndex(ir.load(start, x)));
+      IrIndex end = ir.idx(ir.toIndex(ir.load(start, x + 1)));
+      ir.forLoop(ir.idx(ir.toIndex(ir.load(fill, x))), end, 1, {},
+                 [&](IrIndex i, ValueRange) {
+                   ir.store(pairsI32, sorted, i);
+                   return SmallVector<Value>();
+                 });
+      Value xi = toI32(x);
+      ir.forLoop(begin / bm, end / bm, 1, {}, [&](IrIndex blk, ValueRange) {
+        ir.store(xi, blockExpert, blk);
+        return SmallVector<Value>();
+      });
+    });
+    gpu::ReturnOp::create(b);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // moe_gate_up / moe_down
+  //===--------------------------------------------------------------------===//
+
+  /// The GEMM shape and tiling GemmTiles reads.
+  KernelSpec tileSpec() const {
+    KernelSpec g;
+    g.kind = p("fmt") == 0 ? KernelKind::MxGemm : KernelKind::Bf16Gemm;
+    g.chip = spec.chip;
+    g.n = p("n");
+    g.k = p("k");
+    g.tiling.mTiles = p("mt");
+    g.tiling.nTiles = p("nt");
+    return g;
+  }
+
+  void expertGemm(gpu::GPUModuleOp module, bool gateUp) {
+    KernelSpec g = tileSpec();
+    int64_t e = p("e"), n = g.n, k = g.k, topk = p("topk");
+    int64_t mTiles = g.tiling.mTiles, nTiles = g.tiling.nTiles;
+    int64_t bm = kTile * mTiles;
+    bool mx = g.kind == KernelKind::MxGemm;
+    bool fp8 = p("fmt") == 2;
+    int64_t fp8ScaleCount =
+        ceilDiv(n, Bf16Tiles::kFp8Block) * ceilDiv(k, Bf16Tiles::kFp8Block);
+    MxWeightLayout layout = MxWeightLayout::forShape(n, k);
+    int64_t weightCount = gateUp ? 2 : 1;
+
+    SmallVector<Type> args = {ir.activations(f32(), k)};
+    for (int64_t i = 0; i < weightCount; ++i) {
+      if (mx) {
+        args.push_back(ir.global(vec(4, i32()), e * (layout.dataBytes() / 16)));
+        args.push_back(ir.global(i32(), e * (layout.scaleBytes() / 4)));
+      } else if (fp8) {
+        args.push_back(ir.global(vec(8, b.getI8Type()), e * n * k / 8));
+        args.push_back(ir.global(f32(), e * fp8ScaleCount));
+      } else {
+        args.push_back(ir.global(vec(8, b.getBF16Type()), e * n * k / 8));
+      }
+    }
+    args.append({ir.activations(i32(), 1), ir.activations(i32(), 1),
+                 ir.global(i32(), 4), ir.activations(f32(), n), i32()});
+    auto fn = createKernelFunc(b, module, spec, args);
+    unsigned next = 1;
+    Value x = fn.getArgument(0);
+    SmallVector<MxOperand> mxWeights;
+    SmallVector<Value> bfWeights, fp8Scales;
+    for (int64_t i = 0; i < weightCount; ++i) {
+      if (mx) {
+        mxWeights.push_back({fn.getArgument(next), fn.getArgument(next + 1)});
+        next += 2;
+      } else if (fp8) {
+        bfWeights.push_back(fn.getArgument(next));
+        fp8Scales.push_back(fn.getArgument(next + 1));
+        next += 2;
+      } else {
+        bfWeights.push_back(fn.getArgument(next++));
+      }
+    }
+    Value sorted = fn.getArgument(next), blockExpert = fn.getArgument(next + 1),
+          meta = fn.getArgument(next + 2), y = fn.getArgument(next + 3);
+    IrIndex rows = ir.idx(ir.toIndex(fn.getArgument(next + 4)));
+
+    IrIndex bx = ir.blockId(gpu::Dimension::x);
+    IrIndex blk = ir.blockId(gpu::Dimension::y);
+    IrIndex used = ir.idx(ir.toIndex(ir.load(meta, ir.idx(0))));
+    ir.ifThen(ir.ult(blk, used), [&] {
+      IrIndex pairs = rows * topk;
+      IrIndex expert = ir.idx(ir.toIndex(ir.load(blockExpert, blk)));
+      IrIndex lane = ir.threadId();
+      IrIndex firstRow = blk * bm;
+      // The operand rows: gate_up gathers tokens, down the pairs' act rows.
+      // Padding entries read the last pair (results never stored).
+      SmallVector<IrIndex> rowIdx;
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
+        IrIndex pair =
+            ir.min(ir.idx(ir.toIndex(ir.load(sorted, firstRow + mt * kTile +
+                                                         operandRow(lane)))),
+                   pairs - 1);
+        rowIdx.push_back(gateUp ? pair / topk : pair);
+      }
+      Value zero = GemmTiles(b, g).zeroAcc();
+      SmallVector<Value> acc(weightCount * mTiles * nTiles, zero);
+      if (mx) {
+        MxTiles tiles(b, g);
+        SmallVector<IrIndex> nTileIdx;
+        for (int64_t nt = 0; nt < nTiles; ++nt)
+          nTileIdx.push_back(
+              expert * layout.nTiles +
+              ir.min(g.tiling.tileCol(bx, nt), ir.idx(layout.nTiles - 1)));
+        acc = tiles.kLoop(x, mxWeights, lane, rowIdx, nTileIdx, acc);
+      } else {
+        // BF16 rows count from the stack's first row; FP8 rows are the
+        // expert matrix's (its scales are per matrix).
+        Bf16Tiles tiles(b, g);
+        if (fp8)
+          tiles.fp8 = Bf16Tiles::Fp8{fp8Scales, expert};
+        SmallVector<IrIndex> wRows;
+        for (int64_t nt = 0; nt < nTiles; ++nt) {
+          IrIndex row =
+              ir.min(g.tiling.tileCol(bx, nt) * kTile + operandRow(lane),
+                     ir.idx(n - 1));
+          wRows.push_back(fp8 ? row : expert * n + row);
+        }
+        acc = tiles.kLoop(x, bfWeights, lane, rowIdx, wRows, acc);
+      }
+      // Results: lane holds rows resultRow(lane, i) of each tile.
+      int64_t perWeight = mTiles * nTiles;
+      for (int64_t mt = 0; mt < mTiles; ++mt)
+        for (int64_t nt = 0; nt < nTiles; ++nt) {
+          IrIndex col = g.tiling.tileCol(bx, nt) * kTile + resultCol(lane);
+          Value colOk = ir.ult(col, ir.idx(n));
+          for (int64_t i = 0; i < 4; ++i) {
+            IrIndex pair = ir.idx(ir.toIndex(
+                ir.load(sorted, firstRow + mt * kTile + resultRow(lane, i))));
+            Value ok = arith::AndIOp::create(b, colOk, ir.ult(pair, pairs));
+            ir.ifThen(ok, [&] {
+              Value v = vector::ExtractOp::create(b, acc[mt * nTiles + nt], i);
+              if (gateUp) {
+                Value up = vector::ExtractOp::create(
+                    b, acc[perWeight + mt * nTiles + nt], i);
+                v = arith::MulFOp::create(
+                    b, arith::MulFOp::create(b, v, sigmoid(v)), up);
+              }
+              ir.store(v, y, pair * n + col);
+            });
+          }
+        }
+    });
+    gpu::ReturnOp::create(b);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // moe_down combine=1
+  //===--------------------------------------------------------------------===//
+
+  void combine(gpu::GPUModuleOp module) {
+    int64_t h = p("h"), topk = p("topk");
+    bool shared = p("shared") != 0;
+    SmallVector<Type> args = {ir.activations(f32(), topk * h),
+                              ir.activations(f32(), topk)};
+    if (shared)
+      args.push_back(ir.activations(f32(), h));
+    args.push_back(ir.activations(f32(), h));
+    auto fn = createKernelFunc(b, module, spec, args);
+    Value y = fn.getArgument(0), weights = fn.getArgument(1);
+    Value sh = shared ? fn.getArgument(2) : Value();
+    Value out = fn.getArgument(shared ? 3 : 2);
+    int64_t width = h % 4 == 0 ? 4 : 1;
+    VectorType fv = vec(width, f32());
+    IrIndex t = ir.blockId(gpu::Dimension::x);
+    SmallVector<Value> w;
+    for (int64_t j = 0; j < topk; ++j)
+      w.push_back(
+          vector::BroadcastOp::create(b, fv, ir.load(weights, t * topk + j)));
+    ir.forLoop(ir.threadId(), ir.idx(h / width), kRowBlock, {},
+               [&](IrIndex i, ValueRange) {
+                 IrIndex c = i * width;
+                 Value acc = shared ? ir.loadVector(fv, sh, t * h + c)
+                                    : arith::ConstantOp::create(
+                                          b, DenseElementsAttr::get(fv, 0.0f))
+                                          .getResult();
+                 for (int64_t j = 0; j < topk; ++j) {
+                   Value v = ir.loadVector(fv, y, (t * topk + j) * h + c);
+                   acc = math::FmaOp::create(b, v, w[j], acc);
+                 }
+                 ir.storeVector(acc, out, t * h + c);
+                 return SmallVector<Value>();
+               });
+    gpu::ReturnOp::create(b);
+  }
+};
+
+} // namespace
+
+void kiln::rocdl::buildMoeKernel(gpu::GPUModuleOp module,
+                                 const KernelSpec &spec) {
+  ImplicitLocOpBuilder b(module.getLoc(), module.getContext());
+  MoeKernel k(b, spec);
+  switch (spec.kind) {
+  case KernelKind::MoeRoute:
+    k.route(module);
+    break;
+  case KernelKind::MoeAlign:
+    k.align(module);
+    break;
+  case KernelKind::MoeGateUp:
+    k.expertGemm(module, /*gateUp=*/true);
+    break;
+  case KernelKind::MoeDown:
+    if (spec.param("combine") == 1)
+      k.combine(module);
+    else
+      k.expertGemm(module, /*gateUp=*/false);
+    break;
+  default:
+    llvm_unreachable("not a moe kernel");
+  }
+}

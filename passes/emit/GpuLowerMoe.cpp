@@ -1,0 +1,277 @@
+//===- GpuLowerMoe.cpp - Moe dispatches as GPU launches ----------------===//
+//
+// moe (KernelAbi.h: B x, W router, W bias, W gate, W up, W down,
+// W? shared_gate, W? shared_up, W? shared_down, B out) runs as
+//   1. moe_route    x -> ids, weights                       (scratch 0, 1)
+//   2. moe_align    ids -> sorted, blockExpert, meta        (scratch 2, 3, 4)
+//   3. moe_gate_up  x, gate, up -> act [R * topk, I]        (scratch 5)
+//   4. moe_down     act, down -> y [R * topk, H]            (scratch 6)
+//   5. shared expert, when present: gate and up GEMMs of x (scratch 7, 8),
+//      swiglu into scratch 10, the down GEMM into scratch 9 (the mx_gemm /
+//      bf16_gemm / fp8_gemm and swiglu kernels; each shared weight in its
+//      own format)
+//   6. moe_down combine=1: out = shared + sum_j weights[j] * y[j]
+// MoeKernels.cpp describes the kernels. Routed experts must all be MXFP4
+// with GPU copies, all dense BF16 or all FP8 block-128 (Fp8Block128: the
+// stored bytes [E, N, K] and f32 scales [E, N/128, K/128]). The GPU
+// blocks hold 16 * mt rows (mt = 1 for decode, 2 otherwise), independent of
+// the dispatch's CPU block_size: the grouping only changes which rows share
+// a weight load, never a result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/emit/GpuLaunch.h"
+
+#include <algorithm>
+
+using namespace kiln;
+using namespace kiln::emit;
+using namespace kiln::rocdl;
+
+namespace {
+
+enum Scratch : uint32_t {
+  kIds,
+  kWeights,
+  kSorted,
+  kBlockExpert,
+  kMeta,
+  kAct,
+  kExpertOut,
+  kSharedGate,
+  kSharedUp,
+  kSharedOut,
+  kSharedAct,
+};
+
+/// The moe kernels' fmt: 0 for MXFP4 with a GPU copy, 1 for dense BF16, 2
+/// for FP8 block-128 with scales; -1 otherwise.
+int expertFormat(const GpuDispatchContext &c, size_t i) {
+  const StreamedWeight &s = c.stored(i);
+  if (s.layout == fb::WeightLayout::Mxfp4 && s.gpuData && s.gpuScales)
+    return 0;
+  if (s.layout == fb::WeightLayout::Dense && s.dtype == fb::DType::BF16)
+    return 1;
+  if (s.layout == fb::WeightLayout::Fp8Block128 && s.scales)
+    return 2;
+  return -1;
+}
+
+/// A plain GEMM launch (as GpuLowerBasic.cpp, GpuLowerData.cpp for FP8): y =
+/// x * W^T, W = dispatch argument `w` ([n, k]).
+std::optional<GpuLaunchSpec> gemmLaunch(const GpuDispatchContext &c, size_t w,
+                                        GpuArgRef x, GpuArgRef y) {
+  if (!c.isWeight(w))
+    return std::nullopt;
+  const WeightSpec &spec = c.weight(w);
+  if (spec.shape.size() != 2 || spec.experts > 0)
+    return std::nullopt;
+  int format = expertFormat(c, w);
+  if (format < 0)
+    return std::nullopt;
+  GpuLaunchSpec l;
+  KernelSpec &s = l.spec;
+  s.kind = format == 0 ? KernelKind::MxGemm : KernelKind::Bf16Gemm;
+  s.n = spec.shape[0];
+  s.k = spec.shape[1];
+  s.m = c.plan.name == "decode" ? 1 : 64;
+  s.chooseTiling();
+  l.grid = {gridFixed(s.tiling.gridX(s.n)),
+            GpuGridAxis{1, 0, kTile * s.tiling.mTiles}, gridFixed(1)};
+  if (format == 2) {
+    // fp8_gemm with the BF16 GEMM's tiling.
+    KernelSpec fp8;
+    fp8.kind = KernelKind::Fp8Gemm;
+    fp8.set("n", s.n)
+        .set("k", s.k)
+        .set("mt", s.tiling.mTiles)
+        .set("nt", s.tiling.nTiles)
+        .set("wg", kWaveSize)
+        .set("waves", 4);
+    l.spec = fp8;
+  }
+  if (format == 1)
+    l.args = {x, argData(uint32_t(w)), y, argRows()};
+  else
+    l.args = {x, argData(uint32_t(w)), argScales(uint32_t(w)), y, argRows()};
+  return l;
+}
+
+} // namespace
+
+std::optional<GpuDispatchLowering>
+kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
+  const DispatchSpec &d = c.dispatch;
+  if (d.kernel != abi::Kernel::Moe || c.argCount() < 10 || !c.isBuffer(0) ||
+      !c.isBuffer(9) || d.ints.size() < 5 || d.floats.empty())
+    return std::nullopt;
+  for (size_t i = 1; i <= 5; ++i)
+    if (!c.isWeight(i))
+      return std::nullopt;
+  bool shared = c.isWeight(6);
+  if (shared ? !c.isWeight(7) || !c.isWeight(8)
+             : !c.isNone(6) || !c.isNone(7) || !c.isNone(8))
+    return std::nullopt;
+
+  // Router [E, H], dense f32 or bf16; bias [E] (uploaded as f32).
+  const WeightSpec &router = c.weight(1);
+  const StreamedWeight &routerStored = c.stored(1);
+  if (router.shape.size() != 2 || router.experts > 0 ||
+      routerStored.layout != fb::WeightLayout::Dense ||
+      (routerStored.dtype != fb::DType::F32 &&
+       routerStored.dtype != fb::DType::BF16))
+    return std::nullopt;
+  int64_t e = router.shape[0], h = router.shape[1];
+  if (c.weight(2).shape != std::vector<int64_t>{e})
+    return std::nullopt;
+  // Experts: gate, up [E, I, H], down [E, H, I], one format.
+  const WeightSpec &gate = c.weight(3), &up = c.weight(4), &down = c.weight(5);
+  if (gate.shape.size() != 3 || gate.shape[0] != e || gate.shape[2] != h ||
+      up.shape != gate.shape || down.shape.size() != 3 || down.shape[0] != e ||
+      down.shape[1] != h || down.shape[2] != gate.shape[1])
+    return std::nullopt;
+  int64_t inter = gate.shape[1];
+  int fmt = expertFormat(c, 3);
+  if (fmt < 0 || expertFormat(c, 4) != fmt || expertFormat(c, 5) != fmt)
+    return std::nullopt;
+  if (c.bufferElems(0) != h || c.bufferElems(9) != h)
+    return std::nullopt;
+
+  int64_t topk = d.ints[0], groups = d.ints[1], topkGroup = d.ints[2],
+          norm = d.ints[3];
+  bool decode = c.plan.name == "decode";
+  int64_t mTiles = decode ? 1 : 2, bm = kTile * mTiles;
+
+  GpuDispatchLowering lowering;
+  auto &scratch = lowering.scratch;
+  scratch.resize(shared ? 11 : 7);
+  scratch[kIds] = {4 * topk, 0, 0};
+  scratch[kWeights] = {4 * topk, 0, 0};
+  scratch[kSorted] = {4 * topk, 4 * (e * (bm - 1) + bm), 0};
+  scratch[kBlockExpert] = {4 * topk, 4 * (e + 1), 0};
+  scratch[kMeta] = {0, 16, 0};
+  scratch[kAct] = {4 * topk * inter, 0, 0};
+  scratch[kExpertOut] = {4 * topk * h, 0, 0};
+
+  auto add = [&](KernelSpec s, std::array<GpuGridAxis, 3> grid,
+                 std::vector<GpuArgRef> args) {
+    GpuLaunchSpec l;
+    l.spec = std::move(s);
+    l.grid = grid;
+    l.args = std::move(args);
+    lowering.launches.push_back(std::move(l));
+  };
+  auto generic = [](KernelKind kind) {
+    KernelSpec s;
+    s.kind = kind;
+    return s;
+  };
+
+  KernelSpec route = generic(KernelKind::MoeRoute);
+  route.set("e", e)
+      .set("h", h)
+      .set("topk", topk)
+      .set("ngroup", groups)
+      .set("topkgroup", topkGroup)
+      .set("norm", norm != 0)
+      .set("rbf", routerStored.dtype == fb::DType::BF16)
+      .setFloat("scale", d.floats[0]);
+  add(route, {gridPerRow(), gridFixed(1), gridFixed(1)},
+      {argData(0), argData(1), argData(2), argScratch(kIds),
+       argScratch(kWeights)});
+
+  KernelSpec align = generic(KernelKind::MoeAlign);
+  align.set("e", e).set("topk", topk).set("bm", bm);
+  add(align, {gridFixed(1), gridFixed(1), gridFixed(1)},
+      {argScratch(kIds), argRows(), argScratch(kSorted),
+       argScratch(kBlockExpert), argScratch(kMeta)});
+
+  // Expert GEMMs: grid x over N tiles, y over the most blocks R rows need.
+  GpuGridAxis blocks{topk, e * (bm - 1), bm};
+  auto expertSpec = [&](KernelKind kind, int64_t n, int64_t k) {
+    // BF16 gate_up loads two weights' rows per N tile and step: at 4 waves
+    // (128 VGPRs) it keeps to 2 N tiles.
+    bool narrow = kind == KernelKind::MoeGateUp && fmt == 1 && mTiles == 1;
+    int64_t nTiles = std::clamp<int64_t>(ceilDiv(n, kTile), 1, narrow ? 2 : 4);
+    KernelSpec s = generic(kind);
+    s.set("e", e)
+        .set("n", n)
+        .set("k", k)
+        .set("topk", topk)
+        .set("mt", mTiles)
+        .set("nt", nTiles)
+        .set("fmt", fmt)
+        .set("wg", kWaveSize)
+        .set("waves", mTiles > 1 ? 2 : 4);
+    return s;
+  };
+  auto weightArgs = [&](uint32_t i) {
+    return fmt == 1 ? std::vector<GpuArgRef>{argData(i)}
+                    : std::vector<GpuArgRef>{argData(i), argScales(i)};
+  };
+  auto tail = [&](uint32_t out) {
+    return std::vector<GpuArgRef>{argScratch(kSorted), argScratch(kBlockExpert),
+                                  argScratch(kMeta), argScratch(out),
+                                  argRows()};
+  };
+  {
+    KernelSpec s = expertSpec(KernelKind::MoeGateUp, inter, h);
+    std::vector<GpuArgRef> args = {argData(0)};
+    for (uint32_t w : {3u, 4u})
+      for (GpuArgRef a : weightArgs(w))
+        args.push_back(a);
+    for (GpuArgRef a : tail(kAct))
+      args.push_back(a);
+    int64_t nt = s.param("nt");
+    add(s, {gridFixed(ceilDiv(inter, kTile * nt)), blocks, gridFixed(1)}, args);
+  }
+  {
+    KernelSpec s = expertSpec(KernelKind::MoeDown, h, inter);
+    std::vector<GpuArgRef> args = {argScratch(kAct)};
+    for (GpuArgRef a : weightArgs(5))
+      args.push_back(a);
+    for (GpuArgRef a : tail(kExpertOut))
+      args.push_back(a);
+    int64_t nt = s.param("nt");
+    add(s, {gridFixed(ceilDiv(h, kTile * nt)), blocks, gridFixed(1)}, args);
+  }
+
+  if (shared) {
+    const WeightSpec &sg = c.weight(6);
+    if (sg.shape.size() != 2 || sg.shape[1] != h ||
+        c.weight(7).shape != sg.shape ||
+        c.weight(8).shape != std::vector<int64_t>{h, sg.shape[0]})
+      return std::nullopt;
+    int64_t is = sg.shape[0];
+    scratch[kSharedGate] = {4 * is, 0, 0};
+    scratch[kSharedUp] = {4 * is, 0, 0};
+    scratch[kSharedOut] = {4 * h, 0, 0};
+    scratch[kSharedAct] = {4 * is, 0, 0};
+    std::optional<GpuLaunchSpec> g =
+        gemmLaunch(c, 6, argData(0), argScratch(kSharedGate));
+    std::optional<GpuLaunchSpec> u =
+        gemmLaunch(c, 7, argData(0), argScratch(kSharedUp));
+    std::optional<GpuLaunchSpec> dn =
+        gemmLaunch(c, 8, argScratch(kSharedAct), argScratch(kSharedOut));
+    if (!g || !u || !dn)
+      return std::nullopt;
+    lowering.launches.push_back(*g);
+    lowering.launches.push_back(*u);
+    KernelSpec swiglu;
+    swiglu.kind = KernelKind::SwiGlu;
+    swiglu.cols = is;
+    add(swiglu, {gridPerRow(), gridFixed(1), gridFixed(1)},
+        {argScratch(kSharedGate), argScratch(kSharedUp),
+         argScratch(kSharedAct)});
+    lowering.launches.push_back(*dn);
+  }
+
+  KernelSpec combine = generic(KernelKind::MoeDown);
+  combine.set("combine", 1).set("h", h).set("topk", topk).set("shared", shared);
+  std::vector<GpuArgRef> args = {argScratch(kExpertOut), argScratch(kWeights)};
+  if (shared)
+    args.push_back(argScratch(kSharedOut));
+  args.push_back(argData(9));
+  add(combine, {gridPerRow(), gridFixed(1), gridFixed(1)}, args);
+  return lowering;
+}
