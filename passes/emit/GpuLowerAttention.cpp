@@ -1,0 +1,212 @@
+//===- GpuLowerAttention.cpp - Attention dispatches as GPU launches -------===//
+//
+// kv_append: one launch. gqa_attention: one launch, a workgroup per (token,
+// query head). mla_attention: three launches through two scratch buffers
+// (absorb q -> q_lat, attend over the latent cache -> o_lat, up-project).
+// indexer_top_k: score every causal position into a per-position scratch,
+// then select the top k per token. Kernel arguments and params:
+// passes/codegen/rocdl/AttentionKernels.cpp and AttentionSpecs.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/emit/GpuLaunch.h"
+
+using namespace kiln;
+using namespace kiln::emit;
+using namespace kiln::rocdl;
+
+namespace {
+
+GpuGridAxis perRows(int64_t div) { return GpuGridAxis{1, 0, div}; }
+
+std::optional<GpuDispatchLowering> lowerKvAppend(const GpuDispatchContext &c) {
+  if (!c.isCache(0) || !c.isBuffer(1) || !c.isBuffer(2) || !c.isBuffer(3))
+    return std::nullopt;
+  const CacheSpec &cache = c.cache(0);
+  if (c.bufferElems(3) != cache.width)
+    return std::nullopt;
+  GpuLaunchSpec l;
+  l.spec.kind = KernelKind::KvAppend;
+  l.spec.set("w", cache.width).set("bf", cache.bf16);
+  l.grid[0] = gridPerRow();
+  l.args = {argData(0), argData(1), argData(2), argData(3), argCacheCapacity()};
+  GpuDispatchLowering lowering;
+  lowering.launches.push_back(std::move(l));
+  return lowering;
+}
+
+std::optional<GpuDispatchLowering> lowerGqa(const GpuDispatchContext &c) {
+  const DispatchSpec &d = c.dispatch;
+  if (!c.isBuffer(0) || !c.isCache(1) || !c.isCache(2) || !c.isBuffer(3) ||
+      !c.isBuffer(4) || !c.isBuffer(5) || d.ints.empty() || d.floats.empty())
+    return std::nullopt;
+  int64_t qh = d.ints[0];
+  const CacheSpec &k = c.cache(1), &v = c.cache(2);
+  if (qh <= 0 || c.bufferElems(0) % qh != 0 || k.bf16 != v.bf16)
+    return std::nullopt;
+  int64_t dim = c.bufferElems(0) / qh;
+  if (k.width % dim != 0)
+    return std::nullopt;
+  int64_t kvh = k.width / dim;
+  if (kvh <= 0 || qh % kvh != 0 || v.width % kvh != 0)
+    return std::nullopt;
+  int64_t dv = v.width / kvh;
+  if (c.bufferElems(5) != qh * dv)
+    return std::nullopt;
+  GpuLaunchSpec l;
+  l.spec.kind = KernelKind::GqaAttention;
+  l.spec.set("qh", qh).set("kvh", kvh).set("d", dim).set("dv", dv);
+  l.spec.set("bf", k.bf16).setFloat("scale", d.floats[0]);
+  // 128 VGPRs, as the MLA attention.
+  l.spec.set("waves", 4);
+  l.grid = {gridPerRow(), gridFixed(qh), gridFixed(1)};
+  l.args = {argData(0), argData(1), argData(2),        argData(3),
+            argData(4), argData(5), argCacheCapacity()};
+  GpuDispatchLowering lowering;
+  lowering.launches.push_back(std::move(l));
+  return lowering;
+}
+
+std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
+  const DispatchSpec &d = c.dispatch;
+  if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isWeight(2) || !c.isCache(3) ||
+      !c.isBuffer(4) || !c.isBuffer(5) || !c.isBuffer(7) || d.ints.empty() ||
+      d.floats.empty() || (!c.isBuffer(6) && !c.isNone(6)))
+    return std::nullopt;
+  int64_t h = d.ints[0];
+  const WeightSpec &w = c.weight(2);
+  if (h <= 0 || w.shape.size() != 2 || w.experts > 0 ||
+      c.bufferElems(0) % h != 0 || c.bufferElems(1) % h != 0 ||
+      w.shape[0] % h != 0)
+    return std::nullopt;
+  int64_t n = c.bufferElems(0) / h, r = c.bufferElems(1) / h;
+  int64_t l = w.shape[1], v = w.shape[0] / h - n;
+  const CacheSpec &cache = c.cache(3);
+  if (v <= 0 || cache.width != l + r || c.bufferElems(7) != h * v)
+    return std::nullopt;
+  int64_t k = c.isBuffer(6) ? c.bufferElems(6) : 0;
+
+  // kv_b as the kernels read it: f32 / BF16 / FP8 (+ f32 block scales) as
+  // stored, MXFP4 in the checkpoint layout (row-major nibbles + E8M0
+  // scales).
+  const StreamedWeight &stored = c.stored(2);
+  int64_t wf;
+  std::vector<GpuArgRef> weightArgs;
+  if (stored.layout == fb::WeightLayout::Dense &&
+      (stored.dtype == fb::DType::F32 || stored.dtype == fb::DType::BF16)) {
+    wf = stored.dtype == fb::DType::F32 ? 0 : 1;
+    weightArgs = {argData(2)};
+  } else if (stored.layout == fb::WeightLayout::Mxfp4 && stored.scales) {
+    wf = 2;
+    weightArgs = {argRawData(2), argRawScales(2)};
+  } else if (stored.layout == fb::WeightLayout::Fp8Block128 && stored.scales) {
+    wf = 3;
+    weightArgs = {argData(2), argScales(2)};
+  } else {
+    return std::nullopt;
+  }
+
+  // Decode has a handful of rows: a token per workgroup.
+  int64_t tt = c.plan.name == "decode" ? 1 : 8;
+  KernelSpec shape;
+  shape.kind = KernelKind::MlaAttention;
+  shape.set("s", 0).set("h", h).set("n", n).set("r", r).set("v", v).set("l", l);
+  GpuDispatchLowering lowering;
+  // Scratch 0: q_lat [R, h, l + r]; scratch 1: o_lat [R, h, l].
+  lowering.scratch = {GpuScratchSpec{4 * h * (l + r), 0, 0},
+                      GpuScratchSpec{4 * h * l, 0, 0}};
+
+  GpuLaunchSpec absorb;
+  absorb.spec = shape;
+  absorb.spec.set("wf", wf).set("tt", tt);
+  absorb.grid = {perRows(tt), gridFixed(h), gridFixed(1)};
+  absorb.args = {argData(0), argData(1)};
+  absorb.args.insert(absorb.args.end(), weightArgs.begin(), weightArgs.end());
+  absorb.args.push_back(argScratch(0));
+  absorb.args.push_back(argRows());
+
+  GpuLaunchSpec attend;
+  attend.spec = shape;
+  attend.spec.set("s", 1).set("bf", cache.bf16).set("k", k);
+  attend.spec.setFloat("scale", d.floats[0]);
+  // 128 VGPRs: small shapes unroll the key loops into more than 64.
+  attend.spec.set("waves", 4);
+  attend.grid = {gridPerRow(), gridFixed(h), gridFixed(1)};
+  attend.args = {argScratch(0), argData(3), argData(4), argData(5)};
+  if (k)
+    attend.args.push_back(argData(6));
+  attend.args.push_back(argScratch(1));
+  attend.args.push_back(argCacheCapacity());
+
+  GpuLaunchSpec expand;
+  expand.spec = shape;
+  expand.spec.set("s", 2).set("wf", wf).set("tt", tt);
+  // tt vector accumulators: 128 VGPRs.
+  if (tt > 1)
+    expand.spec.set("waves", 4);
+  expand.grid = absorb.grid;
+  expand.args = {argScratch(1)};
+  expand.args.insert(expand.args.end(), weightArgs.begin(), weightArgs.end());
+  expand.args.push_back(argData(7));
+  expand.args.push_back(argRows());
+
+  lowering.launches = {std::move(absorb), std::move(attend), std::move(expand)};
+  return lowering;
+}
+
+std::optional<GpuDispatchLowering> lowerIndexer(const GpuDispatchContext &c) {
+  const DispatchSpec &d = c.dispatch;
+  if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isCache(2) || !c.isBuffer(3) ||
+      !c.isBuffer(4) || !c.isBuffer(5) || d.ints.size() < 2 || d.floats.empty())
+    return std::nullopt;
+  int64_t k = d.ints[0], h = d.ints[1];
+  if (k <= 0 || h <= 0 || c.bufferElems(0) % h != 0 || c.bufferElems(1) != h ||
+      c.bufferElems(5) != k)
+    return std::nullopt;
+  int64_t dim = c.bufferElems(0) / h;
+  const CacheSpec &cache = c.cache(2);
+  if (cache.width != dim)
+    return std::nullopt;
+  GpuDispatchLowering lowering;
+  // Scratch 0: scores [R, capacity].
+  lowering.scratch = {GpuScratchSpec{0, 0, 4}};
+
+  GpuLaunchSpec score;
+  // Workgroups per token: decode rows have long contexts to themselves.
+  int64_t sp = c.plan.name == "decode" ? 64 : 8;
+  score.spec.kind = KernelKind::IndexerTopK;
+  score.spec.set("s", 0).set("h", h).set("d", dim).set("bf", cache.bf16);
+  score.spec.set("sp", sp).setFloat("scale", d.floats[0]);
+  // One accumulator per head: 128 VGPRs.
+  score.spec.set("waves", 4);
+  score.grid = {gridPerRow(), gridFixed(sp), gridFixed(1)};
+  score.args = {argData(0), argData(1),    argData(2),        argData(3),
+                argData(4), argScratch(0), argCacheCapacity()};
+
+  GpuLaunchSpec select;
+  select.spec.kind = KernelKind::IndexerTopK;
+  select.spec.set("s", 1).set("k", k);
+  select.grid[0] = gridPerRow();
+  select.args = {argScratch(0), argData(4), argData(5), argCacheCapacity()};
+
+  lowering.launches = {std::move(score), std::move(select)};
+  return lowering;
+}
+
+} // namespace
+
+std::optional<GpuDispatchLowering>
+kiln::emit::lowerAttentionDispatch(const GpuDispatchContext &context) {
+  switch (context.dispatch.kernel) {
+  case abi::Kernel::KvAppend:
+    return lowerKvAppend(context);
+  case abi::Kernel::GqaAttention:
+    return lowerGqa(context);
+  case abi::Kernel::MlaAttention:
+    return lowerMla(context);
+  case abi::Kernel::IndexerTopK:
+    return lowerIndexer(context);
+  default:
+    return std::nullopt;
+  }
+}
