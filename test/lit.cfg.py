@@ -27,6 +27,13 @@ config.substitutions.append(("%fixtures", fixtures))
 config.substitutions.append(("%kiln_src", config.kiln_source_dir))
 config.substitutions.append(("%kiln_bin", config.kiln_tools_dir))
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# The libamdhip64 whose device is the GPU-kernel interpreter
+# (test/unit/rocdl/InterpHip.cpp).
+interp_hip = os.path.join(config.kiln_binary_dir, "lib", "interp-hip",
+                          "libinterp_amdhip64.so")
+config.substitutions.append(("%interp_hip", interp_hip))
+if os.path.exists(interp_hip):
+    config.available_features.add("interp-hip")
 if os.path.isdir(os.path.join(fixtures, "glm5-tiny-dev-fp8")):
     config.available_features.add("all-fixtures")
 

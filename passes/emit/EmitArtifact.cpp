@@ -125,7 +125,8 @@ flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
 /// A dispatch's launches on one GPU target.
 flatbuffers::Offset<fb::KernelSymbol>
 buildGpuSymbol(flatbuffers::FlatBufferBuilder &fbb, const GpuCodeObject &object,
-               uint32_t codeObject, const std::vector<GpuLaunchBinary> &binaries,
+               uint32_t codeObject,
+               const std::vector<GpuLaunchBinary> &binaries,
                const GpuDispatchLowering &lowering) {
   std::vector<flatbuffers::Offset<fb::GpuLaunch>> launches;
   for (size_t i = 0; i < binaries.size(); ++i) {
@@ -200,10 +201,10 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   KILN_ASSIGN_OR_RETURN(auto writer,
                         artifact::ArtifactWriter::create(options.outputPath,
                                                          options.maxFileBytes));
-  KILN_ASSIGN_OR_RETURN(
-      std::vector<StreamedWeight> streamed,
-      streamWeights(program.weights, checkpoint, *writer, stderr,
-                    /*gpuCopies=*/!chips.empty()));
+  KILN_ASSIGN_OR_RETURN(std::vector<StreamedWeight> streamed,
+                        streamWeights(program.weights, checkpoint, *writer,
+                                      stderr,
+                                      /*gpuCopies=*/!chips.empty()));
 
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   // Weights.

@@ -68,7 +68,9 @@ inline GpuArgRef argRows() { return {GpuArgRef::Part::Rows, 0}; }
 inline GpuArgRef argCacheCapacity() {
   return {GpuArgRef::Part::CacheCapacity, 0};
 }
-inline GpuArgRef argRawData(uint32_t i) { return {GpuArgRef::Part::RawData, i}; }
+inline GpuArgRef argRawData(uint32_t i) {
+  return {GpuArgRef::Part::RawData, i};
+}
 inline GpuArgRef argRawScales(uint32_t i) {
   return {GpuArgRef::Part::RawScales, i};
 }
@@ -88,8 +90,7 @@ inline GpuGridAxis gridPerRow(int64_t perRow = 1) { return {perRow, 0, 1}; }
 
 struct GpuLaunchSpec {
   rocdl::KernelSpec spec; // chip set by the code-object builder
-  std::array<GpuGridAxis, 3> grid = {gridFixed(1), gridFixed(1),
-                                     gridFixed(1)};
+  std::array<GpuGridAxis, 3> grid = {gridFixed(1), gridFixed(1), gridFixed(1)};
   std::vector<GpuArgRef> args;
 };
 
@@ -132,8 +133,10 @@ struct GpuDispatchContext {
 // Per family; nullopt when the dispatch's shape has no GPU kernel. Basic:
 // matmul (2-D MXFP4 or BF16 weight), rms_norm, same-shape add, rope, argmax
 // (GpuLowerBasic.cpp); the others in GpuLower{Data,Moe,Attention}.cpp.
-std::optional<GpuDispatchLowering> lowerBasicDispatch(const GpuDispatchContext &);
-std::optional<GpuDispatchLowering> lowerDataDispatch(const GpuDispatchContext &);
+std::optional<GpuDispatchLowering>
+lowerBasicDispatch(const GpuDispatchContext &);
+std::optional<GpuDispatchLowering>
+lowerDataDispatch(const GpuDispatchContext &);
 std::optional<GpuDispatchLowering> lowerMoeDispatch(const GpuDispatchContext &);
 std::optional<GpuDispatchLowering>
 lowerAttentionDispatch(const GpuDispatchContext &);

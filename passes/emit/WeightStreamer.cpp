@@ -2,8 +2,8 @@
 
 #include "passes/emit/WeightStreamer.h"
 
-#include "passes/emit/Mxfp4Quantize.h"
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
+#include "passes/emit/Mxfp4Quantize.h"
 #include "runtime/cpu/Dequant.h"
 
 #include <chrono>
@@ -288,9 +288,8 @@ Status appendGpuCopy(const WeightSpec &spec, artifact::ArtifactWriter &writer,
   std::vector<uint8_t> allScales;
   KILN_RETURN_IF_ERROR(writer.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_RETURN_IF_ERROR(
-        writer.readBack(w.data, uint64_t(e) * dataBytes, packed.data(),
-                        dataBytes));
+    KILN_RETURN_IF_ERROR(writer.readBack(w.data, uint64_t(e) * dataBytes,
+                                         packed.data(), dataBytes));
     KILN_RETURN_IF_ERROR(writer.readBack(*w.scales, uint64_t(e) * scaleBytes,
                                          scales.data(), scaleBytes));
     rocdl::ShuffledMxWeight one;
@@ -302,8 +301,8 @@ Status appendGpuCopy(const WeightSpec &spec, artifact::ArtifactWriter &writer,
     allScales.insert(allScales.end(), one.scales.begin(), one.scales.end());
   }
   KILN_ASSIGN_OR_RETURN(fb::Extent data, writer.endSegment());
-  KILN_ASSIGN_OR_RETURN(fb::Extent sc,
-                        writer.writeSegment(allScales.data(), allScales.size()));
+  KILN_ASSIGN_OR_RETURN(
+      fb::Extent sc, writer.writeSegment(allScales.data(), allScales.size()));
   w.gpuData = data;
   w.gpuScales = sc;
   return Status::ok();
@@ -361,11 +360,9 @@ void Progress::print(bool final) {
   std::fflush(out_);
 }
 
-Result<std::vector<StreamedWeight>>
-kiln::emit::streamWeights(const std::vector<WeightSpec> &weights,
-                          const glm::Checkpoint &checkpoint,
-                          artifact::ArtifactWriter &writer, FILE *progressOut,
-                          bool gpuCopies) {
+Result<std::vector<StreamedWeight>> kiln::emit::streamWeights(
+    const std::vector<WeightSpec> &weights, const glm::Checkpoint &checkpoint,
+    artifact::ArtifactWriter &writer, FILE *progressOut, bool gpuCopies) {
   uint64_t totalBytes = 0;
   size_t totalTensors = 0;
   for (const WeightSpec &w : weights) {

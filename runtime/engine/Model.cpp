@@ -153,7 +153,18 @@ Result<PlanOutputs> Model::run(std::string_view name,
         StatusCode::NotFound, artifact_->path(), ": no plan '", name,
         "' (the artifact has: ", names.empty() ? "none" : names, ")");
   }
+  if (device_)
+    return device_->run(*plan, inputs);
   return plan->run(inputs);
+}
+
+Status Model::attachDevice(std::unique_ptr<PlanDevice> device) {
+  for (size_t i = 0; i < sequenceUsed_.size(); ++i)
+    if (sequenceLength(int32_t(i)) > 0)
+      return makeError(StatusCode::FailedPrecondition,
+                       "attachDevice: sequence ", i, " already holds rows");
+  device_ = std::move(device);
+  return Status::ok();
 }
 
 Result<int32_t> Model::openSequence() {
@@ -177,21 +188,30 @@ void Model::closeSequence(int32_t seq) {
 }
 
 void Model::truncate(int32_t seq, int64_t length) {
-  for (auto &c : caches_)
-    c->truncate(seq, std::max<int64_t>(length, 0));
+  for (size_t i = 0; i < caches_.size(); ++i) {
+    if (device_)
+      device_->truncate(i, seq, std::max<int64_t>(length, 0));
+    else
+      caches_[i]->truncate(seq, std::max<int64_t>(length, 0));
+  }
 }
 
 void Model::truncate(int32_t seq, int64_t length, std::string_view owner) {
   for (size_t i = 0; i < caches_.size(); ++i)
-    if (cacheOwners_[i] == owner)
-      caches_[i]->truncate(seq, std::max<int64_t>(length, 0));
+    if (cacheOwners_[i] == owner) {
+      if (device_)
+        device_->truncate(i, seq, std::max<int64_t>(length, 0));
+      else
+        caches_[i]->truncate(seq, std::max<int64_t>(length, 0));
+    }
 }
 
 int64_t Model::sequenceLength(int32_t seq, std::string_view owner) const {
   int64_t length = -1;
   for (size_t i = 0; i < caches_.size(); ++i)
     if (cacheOwners_[i] == owner) {
-      int64_t rows = caches_[i]->rows(seq);
+      int64_t rows =
+          device_ ? device_->cacheRows(i, seq) : caches_[i]->rows(seq);
       length = length < 0 ? rows : std::min(length, rows);
     }
   return std::max<int64_t>(length, 0);

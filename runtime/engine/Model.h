@@ -24,6 +24,7 @@
 #include "runtime/cpu/attention/PagedKvCache.h"
 #include "runtime/cpu/attention/Workspace.h"
 #include "runtime/engine/HostKernels.h"
+#include "runtime/engine/PlanDevice.h"
 #include "runtime/engine/PlanRunner.h"
 #include "runtime/engine/Weights.h"
 #include "runtime/support/Status.h"
@@ -102,6 +103,14 @@ public:
   /// Runs plan `name`; outputs stay valid until that plan runs again.
   Result<PlanOutputs> run(std::string_view name, const PlanInputs &inputs);
 
+  /// From now on plans, caches and sequence lengths live on `device`
+  /// (PlanDevice.h). Only before any sequence holds rows.
+  Status attachDevice(std::unique_ptr<PlanDevice> device);
+  /// The attached device, or null (the CPU runs the plans).
+  PlanDevice *device() const { return device_.get(); }
+  /// Weight `i` as bound for the CPU (1-D weights have f32 `values`).
+  const BoundWeight &weight(size_t i) const { return weights_[i]; }
+
   // --- Sequences --------------------------------------------------------
 
   /// The lowest free sequence id.
@@ -137,6 +146,7 @@ private:
   std::unique_ptr<HostKernels> hostKernels_;
   std::vector<std::unique_ptr<PlanRunner>> plans_;
   std::vector<bool> sequenceUsed_;
+  std::unique_ptr<PlanDevice> device_;
 };
 
 /// One sequence of a Model for the Session's lifetime (closed, with its

@@ -138,6 +138,17 @@ public:
   /// Caches this plan appends to.
   const std::vector<uint32_t> &appendedCaches() const { return appended_; }
   const std::vector<Step> &steps() const { return steps_; }
+  /// Buffer indices of the plan's inputs and outputs (KernelAbi.h order);
+  /// -1 for an absent hidden input or output.
+  uint32_t tokenIdsBuffer() const { return tokenIds_; }
+  uint32_t seqIdsBuffer() const { return seqIds_; }
+  uint32_t positionsBuffer() const { return positions_; }
+  uint32_t logitRowsBuffer() const { return logitRows_; }
+  uint32_t logitsBuffer() const { return logits_; }
+  int64_t hiddenInBuffer() const { return hiddenIn_; }
+  int64_t hiddenOutBuffer() const { return hiddenOut_; }
+  /// Smallest embedding table that reads token_ids (0: none).
+  int64_t tokenLimit() const { return tokenLimit_; }
   const std::vector<BufferInfo> &buffers() const { return buffers_; }
   /// Times the buffers were (re)allocated, for tests.
   int64_t bufferAllocations() const { return allocations_; }

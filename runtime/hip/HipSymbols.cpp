@@ -2,6 +2,7 @@
 
 #include "runtime/hip/HipSymbols.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 
@@ -9,10 +10,16 @@ using namespace kiln;
 using namespace kiln::hip;
 
 std::vector<std::string> kiln::hip::defaultHipLibraries() {
-  // The unversioned name first (what ROCm's loader path provides), then the
-  // sonames of ROCm 7 and 6, then ROCm's default prefix.
-  return {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
-          "/opt/rocm/lib/libamdhip64.so"};
+  // $KILN_HIP_LIBRARY when set (a ROCm outside the loader path), then the
+  // unversioned name (what ROCm's loader path provides), the sonames of
+  // ROCm 7 and 6, and ROCm's default prefix.
+  std::vector<std::string> names;
+  if (const char *env = std::getenv("KILN_HIP_LIBRARY"); env && *env)
+    names.push_back(env);
+  for (const char *name : {"libamdhip64.so", "libamdhip64.so.7",
+                           "libamdhip64.so.6", "/opt/rocm/lib/libamdhip64.so"})
+    names.push_back(name);
+  return names;
 }
 
 Result<std::shared_ptr<HipSymbols>>

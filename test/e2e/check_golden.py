@@ -2,7 +2,7 @@
 """Runs kiln-run on every golden prompt of a fixture and compares.
 
 usage: check_golden.py KILN_RUN ARTIFACT FIXTURE_DIR [--threads N] [--tol T]
-          [--greedy-tokens N] [--extra ARG ...]
+          [--greedy-tokens N] [--prompts N] [--spec K] [--extra ARG ...]
 
 For each prompt of FIXTURE_DIR/golden/prompts.json: the prompt token ids must
 equal the golden ids; the last-position logits (kiln-run --dump-logits) must
@@ -27,11 +27,17 @@ ap.add_argument("fixture")
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--tol", type=float, default=1e-2)
 ap.add_argument("--greedy-tokens", type=int, default=64)
-ap.add_argument("--extra", nargs="*", default=[])
+ap.add_argument("--prompts", type=int, default=0,
+                help="check only the first N prompts (0: all)")
+ap.add_argument("--spec", default="0", help="kiln-run --spec for the run")
+ap.add_argument("--extra", action="append", default=[],
+                help="one more kiln-run argument (repeatable; --extra=--flag)")
 args = ap.parse_args()
 
 golden = os.path.join(args.fixture, "golden")
 prompts = json.load(open(os.path.join(golden, "prompts.json")))
+if args.prompts > 0:
+    prompts = prompts[: args.prompts]
 last = np.load(os.path.join(golden, "last_logits.npy"))
 greedy = {g["name"]: g["greedy_ids"]
           for g in json.load(open(os.path.join(golden, "greedy.json")))["prompts"]}
@@ -50,7 +56,7 @@ with tempfile.TemporaryDirectory() as tmp:
         cmd = [args.kiln_run, args.artifact, "--prompt-file", prompt_file,
                "-n", str(args.greedy_tokens), "--ignore-eos",
                "--threads", str(args.threads), "--output-format=json",
-               "--dump-logits", logits_file, "--spec", "0"] + args.extra
+               "--dump-logits", logits_file, "--spec", args.spec] + args.extra
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             print(f"FAIL {p['name']}: kiln-run exited {out.returncode}: {out.stderr.strip()}")

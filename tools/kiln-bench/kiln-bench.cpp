@@ -23,6 +23,7 @@
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
+#include "runtime/hip/HipPlanDevice.h"
 #include "tools/kiln-bench/WeightTraffic.h"
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -54,6 +56,7 @@ struct Options {
   int64_t decodeTokens = 32;
   bool membw = false;
   int spec = 0;
+  std::string device = "cpu";
   std::string results;
   std::string label;
   std::string command;
@@ -63,7 +66,8 @@ struct Options {
   std::fprintf(stderr,
                "kiln-bench: %s\nusage: kiln-bench MODEL.kiln [--threads N,...] "
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
-               "[--membw] [--spec K] [--results FILE] [--label TEXT]\n       "
+               "[--membw] [--spec K] [--device cpu|hip] [--results FILE] "
+               "[--label TEXT]\n       "
                "kiln-bench "
                "--membw [--threads N,...]\n",
                message.c_str());
@@ -95,7 +99,19 @@ Options parse(int argc, char **argv) {
     o.command += (i ? " " : "") + std::string(argv[i]);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    // --flag=value is --flag value.
+    std::optional<std::string> inlineValue;
+    if (size_t eq = a.find('=');
+        a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inlineValue = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
     auto value = [&]() -> std::string {
+      if (inlineValue) {
+        std::string v = *inlineValue;
+        inlineValue.reset();
+        return v;
+      }
       if (i + 1 >= argc)
         usage(a + " needs a value");
       return argv[++i];
@@ -112,7 +128,11 @@ Options parse(int argc, char **argv) {
       o.spec = parseList<int>(a, value(), 0, 16)[0];
     else if (a == "--membw")
       o.membw = true;
-    else if (a == "--results")
+    else if (a == "--device") {
+      o.device = value();
+      if (o.device != "cpu" && o.device != "hip")
+        usage("--device: '" + o.device + "', expected cpu or hip");
+    } else if (a == "--results")
       o.results = value();
     else if (a == "--label")
       o.label = value();
@@ -122,6 +142,8 @@ Options parse(int argc, char **argv) {
       o.model = a;
     else
       usage("one model only, found a second: '" + a + "'");
+    if (inlineValue)
+      usage(a + " takes no value");
   }
   if (o.model.empty() && !o.membw)
     usage("no model given");
@@ -358,6 +380,15 @@ int main(int argc, char **argv) {
     if (!loaded.isOk())
       return fail(loaded.status());
     engine::Model &model = **loaded;
+    if (o.device == "hip") {
+      // The plans, caches and weights on the GPU; the host only samples.
+      auto device = hip::HipPlanDevice::create(model);
+      if (!device.isOk())
+        return fail(device.status());
+      Status attached = model.attachDevice(std::move(device).value());
+      if (!attached.isOk())
+        return fail(attached);
+    }
     if (o.spec > 0) {
       if (int rc = benchSpec(model, o, threads, rows))
         return rc;

@@ -129,6 +129,11 @@ Result<Json> weightsJson(const fb::Artifact &meta, bool listEach) {
              {"data", extentJson(*w->data())}};
       if (w->scales())
         t["scales"] = extentJson(*w->scales());
+      if (w->gpu_data() && w->gpu_scales()) {
+        t["gpu_layout"] = fb::EnumNameWeightLayout(w->gpu_layout());
+        t["gpu_data"] = extentJson(*w->gpu_data());
+        t["gpu_scales"] = extentJson(*w->gpu_scales());
+      }
       if (w->source())
         t["source"] = w->source()->str();
       tensors.push_back(std::move(t));
@@ -149,12 +154,35 @@ Json kernelsJson(const fb::Artifact &meta) {
     for (const fb::Kernel *k : *kernels) {
       Json symbols = Json::array();
       if (k->symbols())
-        for (const fb::KernelSymbol *s : *k->symbols())
-          symbols.push_back(Json{{"target", str(s->target())},
-                                 {"symbol", str(s->symbol())},
-                                 {"code_object", s->code_object()},
-                                 {"workgroup_size", list(s->workgroup_size())},
-                                 {"lds_bytes", s->lds_bytes()}});
+        for (const fb::KernelSymbol *s : *k->symbols()) {
+          Json symbol{{"target", str(s->target())},
+                      {"symbol", str(s->symbol())},
+                      {"code_object", s->code_object()},
+                      {"workgroup_size", list(s->workgroup_size())},
+                      {"lds_bytes", s->lds_bytes()}};
+          if (s->launches()) {
+            Json launches = Json::array();
+            for (const fb::GpuLaunch *l : *s->launches())
+              launches.push_back(Json{{"symbol", str(l->symbol())},
+                                      {"workgroup_size", l->workgroup_size()},
+                                      {"lds_bytes", l->lds_bytes()},
+                                      {"grid_mul", list(l->grid_mul())},
+                                      {"grid_add", list(l->grid_add())},
+                                      {"grid_div", list(l->grid_div())},
+                                      {"grid_rows_of", list(l->grid_rows_of())},
+                                      {"args", list(l->args())}});
+            symbol["launches"] = std::move(launches);
+          }
+          if (s->scratch()) {
+            Json scratch = Json::array();
+            for (const fb::GpuScratch *g : *s->scratch())
+              scratch.push_back(Json{{"per_row", g->per_row()},
+                                     {"per_position", g->per_position()},
+                                     {"fixed", g->fixed()}});
+            symbol["scratch"] = std::move(scratch);
+          }
+          symbols.push_back(std::move(symbol));
+        }
       out.push_back(Json{{"name", str(k->name())}, {"symbols", symbols}});
     }
   return out;

@@ -14,6 +14,7 @@
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
+#include "runtime/hip/HipPlanDevice.h"
 #include "runtime/support/Npy.h"
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,17 @@ Perplexity:
                             token ids in a 1-D int32/int64 .npy)
   --ctx N                   tokens per window (default 256)
 Common:
+  --device DEV              cpu (default) or hip: run the plans on an AMD GPU
+                            through the HIP runtime (libamdhip64, found on
+                            the loader path or at $KILN_HIP_LIBRARY); the
+                            artifact needs a GPU target (kiln-compile
+                            --target=cpu,gfx950,gfx942)
+  --gpu-slots N             hip: sequences the GPU caches hold (default 4)
+  --gpu-ctx N               hip: positions per sequence in the GPU caches
+                            (default: the model's, at most 8192)
+  --gpu-target CHIP         hip: use the artifact's code object for CHIP
+                            (gfx950, gfx942; default: the first the GPU
+                            loads)
   --threads N               kernel threads (default: all hardware threads)
   --output-format FORMAT    text (default) or json
   --no-verify               skip the segment checksums at load
@@ -94,6 +106,10 @@ struct Options {
   int64_t prefillChunk = kDefaultPrefillChunk;
   int64_t spec = -1; // -1: the artifact's default_spec_k
   bool verify = true;
+  std::string device = "cpu";
+  int64_t gpuSlots = 4;
+  int64_t gpuCtx = 0;
+  std::string gpuTarget;
 };
 
 /// A usage error: message to stderr, exit 2.
@@ -193,6 +209,16 @@ Options parseArgs(int argc, char **argv) {
       o.sampling.seed = parseSeed(arg, next());
     } else if (arg == "--threads" || arg == "-t") {
       o.threads = parseInt(arg, next(), 0, kMaxThreads);
+    } else if (arg == "--device") {
+      o.device = next();
+      if (o.device != "cpu" && o.device != "hip")
+        throw UsageError{"--device: '" + o.device + "', expected cpu or hip"};
+    } else if (arg == "--gpu-slots") {
+      o.gpuSlots = parseInt(arg, next(), 1, 4096);
+    } else if (arg == "--gpu-target") {
+      o.gpuTarget = next();
+    } else if (arg == "--gpu-ctx") {
+      o.gpuCtx = parseInt(arg, next(), 1, int64_t(1) << 24);
     } else if (arg == "--output-format") {
       std::string f = next();
       if (f != "text" && f != "json")
@@ -249,6 +275,11 @@ struct RunError {
 };
 
 [[noreturn]] void fail(const Status &s) { throw RunError{s.message()}; }
+
+void orFail(const Status &s) {
+  if (!s.isOk())
+    fail(s);
+}
 
 template <typename T> T orFail(Result<T> r) {
   if (!r.isOk())
@@ -494,6 +525,14 @@ int main(int argc, char **argv) {
     load.threads = int(o.threads);
     load.verifyChecksums = o.verify;
     std::unique_ptr<Model> model = orFail(Model::load(o.model, load));
+    if (o.device == "hip") {
+      hip::HipPlanOptions hipOptions;
+      hipOptions.slots = o.gpuSlots;
+      hipOptions.capacity = o.gpuCtx;
+      hipOptions.target = o.gpuTarget;
+      orFail(model->attachDevice(
+          orFail(hip::HipPlanDevice::create(*model, hipOptions))));
+    }
     if (!o.perplexityFile.empty())
       return runPerplexity(*model, o);
     return runGenerate(*model, o);

@@ -146,8 +146,8 @@ std::string kiln::rocdl::validateGeneric(const KernelSpec &spec) {
       return std::string(kernelKindName(spec.kind)) + ": parameter name '" +
              p.name + "' must be lowercase letters";
     if (!p.isFloat && p.value < 0)
-      return std::string(kernelKindName(spec.kind)) + ": parameter " +
-             p.name + " must not be negative, got " + std::to_string(p.value);
+      return std::string(kernelKindName(spec.kind)) + ": parameter " + p.name +
+             " must not be negative, got " + std::to_string(p.value);
   }
   int64_t wg = spec.blockSize();
   if (wg < kWaveSize || wg > 1024 || wg % kWaveSize != 0)
@@ -157,9 +157,8 @@ std::string kiln::rocdl::validateGeneric(const KernelSpec &spec) {
   // Element offsets are 32-bit (index-bitwidth=32).
   for (const KernelSpec::Param &p : spec.params)
     if (!p.isFloat && p.value >= (int64_t(1) << 31))
-      return std::string(kernelKindName(spec.kind)) + ": parameter " +
-             p.name + " = " + std::to_string(p.value) +
-             " is beyond 32-bit indexing";
+      return std::string(kernelKindName(spec.kind)) + ": parameter " + p.name +
+             " = " + std::to_string(p.value) + " is beyond 32-bit indexing";
   switch (spec.kind) {
   case KernelKind::MoeRoute:
   case KernelKind::MoeAlign:
@@ -229,8 +228,8 @@ std::string KernelSpec::symbol() const {
   default:
     if (isGenericKind(kind)) {
       for (const Param &p : params)
-        os << "_" << p.name << (p.isFloat ? "X" + floatTag(p.f)
-                                          : std::to_string(p.value));
+        os << "_" << p.name
+           << (p.isFloat ? "X" + floatTag(p.f) : std::to_string(p.value));
       break;
     }
     os << "_c" << cols;
@@ -322,7 +321,8 @@ std::optional<KernelSpec> KernelSpec::fromSymbol(std::string_view symbol) {
     if (isGenericKind(*kind)) {
       if (name.empty())
         return std::nullopt;
-      if (!value.empty() && value[0] == 'X' && parseHexFloat(value.substr(1), f))
+      if (!value.empty() && value[0] == 'X' &&
+          parseHexFloat(value.substr(1), f))
         spec.setFloat(name, f);
       else if (parseInt(value, v))
         spec.set(name, v);

@@ -82,12 +82,12 @@ enum class KernelKind {
   Fp8Gemm,
 };
 inline constexpr std::array<std::string_view, 27> kKernelKindNames = {
-    "mx_gemm",     "bf16_gemm",   "rms_norm",      "swiglu",
-    "add",         "rope",        "argmax",        "embedding",
-    "layer_norm",  "unary",       "binary",        "softmax",
-    "normalize",   "group_limit", "top_k",         "gather",
-    "copy_blocks", "take_rows",   "moe_route",     "moe_align",
-    "moe_gate_up", "moe_down",    "kv_append",     "mla_attention",
+    "mx_gemm",       "bf16_gemm",     "rms_norm",  "swiglu",
+    "add",           "rope",          "argmax",    "embedding",
+    "layer_norm",    "unary",         "binary",    "softmax",
+    "normalize",     "group_limit",   "top_k",     "gather",
+    "copy_blocks",   "take_rows",     "moe_route", "moe_align",
+    "moe_gate_up",   "moe_down",      "kv_append", "mla_attention",
     "indexer_top_k", "gqa_attention", "fp8_gemm"};
 /// Kinds configured by KernelSpec::params.
 inline bool isGenericKind(KernelKind kind) {

@@ -318,8 +318,8 @@ TEST_F(ArtifactReject, GpuLaunchesAndCopiesLoad) {
   write(options);
   auto opened = Artifact::open(path());
   ASSERT_TRUE(opened.isOk()) << opened.status().toString();
-  const fb::KernelSymbol &s = *opened.value()->meta()->kernels()->Get(0)
-                                   ->symbols()->Get(1);
+  const fb::KernelSymbol &s =
+      *opened.value()->meta()->kernels()->Get(0)->symbols()->Get(1);
   EXPECT_EQ(s.launches()->Get(0)->grid_div()->Get(1), 16);
 }
 

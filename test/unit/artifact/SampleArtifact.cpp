@@ -126,14 +126,13 @@ Status writeSample(const std::string &path, const SampleOptions &options) {
   if (options.gpu) {
     std::vector<int64_t> mul = {0, 1, 0}, add = {4, 0, 1},
                          div = {1, options.gridDiv, 1};
-    std::vector<uint32_t> args = {0 * 8 + 0, 1 * 8 + 1, options.launchArg,
-                                  3};
+    std::vector<uint32_t> args = {0 * 8 + 0, 1 * 8 + 1, options.launchArg, 3};
     std::vector<Offset<fb::GpuLaunch>> launches = {fb::CreateGpuLaunchDirect(
         fbb, "kiln_embed_gfx950", 256, 0, &mul, &add, &div, nullptr, &args)};
     std::vector<fb::GpuScratch> scratch = {fb::GpuScratch(64, 0, 0)};
-    symbols.push_back(fb::CreateKernelSymbolDirect(
-        fbb, "gfx950", "kiln_embed_gfx950", 1, nullptr, 0, &launches,
-        &scratch));
+    symbols.push_back(
+        fb::CreateKernelSymbolDirect(fbb, "gfx950", "kiln_embed_gfx950", 1,
+                                     nullptr, 0, &launches, &scratch));
   }
   std::vector<Offset<fb::Kernel>> kernels = {
       fb::CreateKernelDirect(fbb, "embed", &symbols),

@@ -56,7 +56,8 @@ TEST(KernelSpec, GenericKindsSpellEveryParam) {
   s.kind = KernelKind::MoeGateUp;
   s.chip = Chip::Gfx950;
   s.set("e", 256).set("h", 6144).setFloat("scale", -2.5f).set("wg", 64);
-  EXPECT_EQ(s.symbol(), "kiln_moe_gate_up_e256_h6144_scaleXc0200000_wg64_gfx950");
+  EXPECT_EQ(s.symbol(),
+            "kiln_moe_gate_up_e256_h6144_scaleXc0200000_wg64_gfx950");
   KernelSpec back = roundTrip(s);
   EXPECT_EQ(back.kind, KernelKind::MoeGateUp);
   EXPECT_EQ(back.param("h"), 6144);
@@ -71,11 +72,11 @@ TEST(KernelSpec, GenericKindsSpellEveryParam) {
 
 TEST(KernelSpec, RejectsWhatItDidNotWrite) {
   for (const char *bad :
-       {"", "kiln_", "kiln_softmax", "kiln_softmax_c64", "kiln_softmax_c64_gfx90a",
-        "kiln_nosuch_c1_gfx950", "kiln_mx_gemm_n1_k2_tx4_gfx950",
-        "kiln_softmax_C64_gfx950", "kiln_softmax_c-1_gfx950",
-        "kiln_softmax_c64__gfx950", "other_softmax_c64_gfx950",
-        "kiln_rms_norm_c64_epsZZ_gfx950"})
+       {"", "kiln_", "kiln_softmax", "kiln_softmax_c64",
+        "kiln_softmax_c64_gfx90a", "kiln_nosuch_c1_gfx950",
+        "kiln_mx_gemm_n1_k2_tx4_gfx950", "kiln_softmax_C64_gfx950",
+        "kiln_softmax_c-1_gfx950", "kiln_softmax_c64__gfx950",
+        "other_softmax_c64_gfx950", "kiln_rms_norm_c64_epsZZ_gfx950"})
     EXPECT_FALSE(KernelSpec::fromSymbol(bad)) << bad;
 }
 

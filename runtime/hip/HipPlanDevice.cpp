@@ -1,0 +1,523 @@
+//===- HipPlanDevice.cpp --------------------------------------------------===//
+
+#include "runtime/hip/HipPlanDevice.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+using namespace kiln;
+using namespace kiln::hip;
+using engine::PlanInputs;
+using engine::PlanOutputs;
+using engine::PlanRunner;
+
+namespace {
+
+// GpuArgRef parts (passes/emit/GpuLaunch.h; kiln_artifact.fbs GpuLaunch).
+enum Part : uint32_t {
+  kData = 0,
+  kScales = 1,
+  kScratch = 2,
+  kRows = 3,
+  kCapacity = 4,
+  kRawData = 5,
+  kRawScales = 6,
+  kRowsOf = 7,
+};
+
+bool isGpuTarget(const fb::CodeObject &o) {
+  return o.target()->string_view() != "x86_64";
+}
+
+} // namespace
+
+HipPlanDevice::~HipPlanDevice() {
+  for (void *p : allocations_)
+    (void)device_->release(p);
+}
+
+Result<std::unique_ptr<HipPlanDevice>>
+HipPlanDevice::create(engine::Model &model, const HipPlanOptions &options) {
+  const fb::Artifact &meta = *model.artifact().meta();
+  bool anyGpu = false;
+  if (meta.code_objects())
+    for (const fb::CodeObject *o : *meta.code_objects())
+      anyGpu = anyGpu || isGpuTarget(*o);
+  // Say what is wrong with the artifact before looking for a GPU.
+  if (!anyGpu)
+    return makeError(StatusCode::FailedPrecondition, model.artifact().path(),
+                     " has no GPU code object: compile it with kiln-compile "
+                     "--target=cpu,gfx950,gfx942 to run it on an AMD GPU");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HipDevice> device,
+                        HipDevice::open(options.device));
+  std::unique_ptr<HipPlanDevice> self(
+      new HipPlanDevice(model, std::move(device)));
+  KILN_RETURN_IF_ERROR(self->prepare(options));
+  return self;
+}
+
+Result<void *> HipPlanDevice::allocate(size_t bytes) {
+  KILN_ASSIGN_OR_RETURN(void *p, device_->allocate(std::max<size_t>(bytes, 4)));
+  allocations_.push_back(p);
+  deviceBytes_ += bytes;
+  return p;
+}
+
+Status HipPlanDevice::prepare(const HipPlanOptions &options) {
+  const artifact::Artifact &art = model_.artifact();
+  const fb::Artifact &meta = *art.meta();
+  // The first GPU code object this GPU loads (or the one asked for).
+  std::string tried;
+  for (uint32_t i = 0; i < meta.code_objects()->size() && !module_; ++i) {
+    const fb::CodeObject &o = *meta.code_objects()->Get(i);
+    std::string target = o.target()->str();
+    if (!isGpuTarget(o) ||
+        (!options.target.empty() && target != options.target))
+      continue;
+    Result<hipModule_t> module =
+        device_->loadModule(art.bytes(*o.data()), o.data()->size());
+    if (!module.isOk()) {
+      tried += (tried.empty() ? "" : "; ") + target + ": " +
+               module.status().message();
+      continue;
+    }
+    module_ = module.value();
+    target_ = target;
+    codeObject_ = i;
+  }
+  if (!module_)
+    return makeError(StatusCode::FailedPrecondition, art.path(),
+                     ": the GPU loads none of the artifact's code objects",
+                     options.target.empty() ? "" : " for " + options.target,
+                     tried.empty() ? "" : " (" + tried + ")");
+
+  slots_ = options.slots;
+  capacity_ = options.capacity;
+  if (capacity_ <= 0)
+    capacity_ = model_.info().maxPositions > 0
+                    ? std::min<int64_t>(model_.info().maxPositions, 8192)
+                    : 4096;
+  if (slots_ < 1 || slots_ > 4096 || capacity_ < 1 || capacity_ > (1 << 24))
+    return makeError(StatusCode::InvalidArgument, "HIP device: ", slots_,
+                     " slots of ", capacity_,
+                     " positions, expected 1 to 4096 slots of 1 to 2^24");
+  slotSeq_.assign(size_t(slots_), -1);
+  if (const auto *caches = meta.caches())
+    for (const fb::Cache *c : *caches) {
+      size_t elem = c->dtype() == fb::DType::BF16 ? 2 : 4;
+      KILN_ASSIGN_OR_RETURN(void *p,
+                            allocate(size_t(slots_) * size_t(capacity_) *
+                                     size_t(c->width()) * elem));
+      caches_.push_back(p);
+      lengths_.emplace_back(size_t(slots_), 0);
+    }
+  for (uint32_t i = 0; i < meta.plans()->size(); ++i) {
+    std::string name = meta.plans()->Get(i)->name()->str();
+    KILN_RETURN_IF_ERROR(loadPlan(i, plans_[name]));
+  }
+  return Status::ok();
+}
+
+Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
+  const fb::Artifact &meta = *model_.artifact().meta();
+  const fb::Plan &plan = *meta.plans()->Get(planIndex);
+  const PlanRunner *runner = model_.plan(plan.name()->string_view());
+  if (!runner)
+    return makeError(StatusCode::Internal, "plan '", plan.name()->str(),
+                     "' was not validated");
+  for (const engine::Step &step : runner->steps()) {
+    const fb::Dispatch &d = *plan.dispatches()->Get(step.dispatch);
+    const fb::Kernel &kernel = *meta.kernels()->Get(d.kernel());
+    const fb::KernelSymbol *symbol = nullptr;
+    if (kernel.symbols())
+      for (const fb::KernelSymbol *s : *kernel.symbols())
+        if (s->target()->string_view() == target_ && s->launches() &&
+            s->launches()->size() > 0)
+          symbol = s;
+    auto where = [&] {
+      return "plan '" + plan.name()->str() + "' dispatches[" +
+             std::to_string(step.dispatch) + "] " + kernel.name()->str() +
+             (d.location() ? " (" + d.location()->str() + ")" : "");
+    };
+    if (!symbol)
+      return makeError(StatusCode::FailedPrecondition, where(), " has no ",
+                       target_,
+                       " kernel in this artifact: no GPU kernel covers its "
+                       "shape, so it cannot run on --device=hip");
+    Dispatch out;
+    for (const fb::GpuLaunch *l : *symbol->launches()) {
+      Launch launch;
+      launch.symbol = l->symbol()->str();
+      launch.workgroupSize = l->workgroup_size();
+      auto axis = [&](const auto *v, int i, auto fallback) {
+        return v && v->size() == 3 ? v->Get(i) : fallback;
+      };
+      for (int i = 0; i < 3; ++i) {
+        launch.mul[i] = axis(l->grid_mul(), i, int64_t(0));
+        launch.add[i] = axis(l->grid_add(), i, int64_t(1));
+        launch.div[i] = axis(l->grid_div(), i, int64_t(1));
+        launch.rowsOf[i] = axis(l->grid_rows_of(), i, int32_t(-1));
+        if (launch.div[i] < 1 || launch.mul[i] < 0 || launch.add[i] < 0 ||
+            launch.rowsOf[i] >= int32_t(step.args.size()))
+          return makeError(StatusCode::InvalidArgument, where(), ": launch ",
+                           launch.symbol, " has an invalid grid axis ", i);
+      }
+      if (launch.workgroupSize < 1 || launch.workgroupSize > 1024)
+        return makeError(StatusCode::InvalidArgument, where(), ": launch ",
+                         launch.symbol, " has workgroup size ",
+                         launch.workgroupSize);
+      if (l->args())
+        launch.args.assign(l->args()->begin(), l->args()->end());
+      for (uint32_t ref : launch.args) {
+        uint32_t part = ref & 7, index = ref >> 3;
+        bool dispatchArg = part == kData || part == kScales ||
+                           part == kRawData || part == kRawScales ||
+                           part == kRowsOf;
+        if (dispatchArg && index >= step.args.size())
+          return makeError(StatusCode::InvalidArgument, where(), ": launch ",
+                           launch.symbol, " names argument ", index, " of ",
+                           step.args.size());
+        if (part == kScratch &&
+            (!symbol->scratch() || index >= symbol->scratch()->size()))
+          return makeError(StatusCode::InvalidArgument, where(), ": launch ",
+                           launch.symbol, " names scratch ", index);
+        if (dispatchArg && part != kData && part != kRowsOf &&
+            step.args[index].kind() != fb::ArgKind::Weight)
+          return makeError(StatusCode::InvalidArgument, where(), ": launch ",
+                           launch.symbol, " reads scales of argument ", index,
+                           ", which is not a weight");
+        if (dispatchArg && step.args[index].kind() == fb::ArgKind::Weight &&
+            part != kRowsOf)
+          KILN_RETURN_IF_ERROR(
+              weightPointer(step.args[index].index(), part).status());
+      }
+      KILN_ASSIGN_OR_RETURN(launch.function,
+                            device_->function(module_, launch.symbol));
+      out.launches.push_back(std::move(launch));
+    }
+    if (symbol->scratch())
+      for (const fb::GpuScratch *s : *symbol->scratch())
+        out.scratch.push_back({s->per_row(), s->fixed(), s->per_position()});
+    state.dispatches.push_back(std::move(out));
+  }
+  return Status::ok();
+}
+
+Result<void *> HipPlanDevice::weightPointer(uint32_t weight, uint32_t part) {
+  uint64_t key = uint64_t(weight) << 3 | part;
+  auto it = weights_.find(key);
+  if (it != weights_.end())
+    return it->second;
+  const artifact::Artifact &art = model_.artifact();
+  const fb::Weight &w = *art.meta()->weights()->Get(weight);
+  const engine::BoundWeight &bound = model_.weight(weight);
+  const void *host = nullptr;
+  size_t bytes = 0;
+  const fb::Extent *extent = nullptr;
+  if (part == kData && w.shape()->size() == 1 && bound.values) {
+    host = bound.values; // 1-D weights: f32 values, whatever the stored type
+    bytes = size_t(w.shape()->Get(0)) * 4;
+  } else if (part == kData) {
+    extent = w.gpu_data() ? w.gpu_data() : w.data();
+  } else if (part == kScales) {
+    extent = w.gpu_scales() ? w.gpu_scales() : w.scales();
+  } else if (part == kRawData) {
+    extent = w.data();
+  } else if (part == kRawScales) {
+    extent = w.scales();
+  }
+  if (extent) {
+    host = art.bytes(*extent);
+    bytes = size_t(extent->size());
+  }
+  if (!host)
+    return makeError(StatusCode::InvalidArgument, "weight '", w.name()->str(),
+                     "' has no ",
+                     part == kScales || part == kRawScales ? "scales" : "data",
+                     " for the GPU kernels");
+  KILN_ASSIGN_OR_RETURN(void *p, allocate(bytes));
+  KILN_RETURN_IF_ERROR(device_->copyToDevice(p, host, bytes));
+  weights_[key] = p;
+  return p;
+}
+
+Status HipPlanDevice::reserve(const PlanRunner &plan, PlanState &state,
+                              int64_t tokens, int64_t selected) {
+  if (!state.buffers.empty() && tokens <= state.capTokens &&
+      selected <= state.capSelected)
+    return Status::ok();
+  int64_t capT = std::max(tokens, state.capTokens);
+  int64_t capR = std::max({selected, state.capSelected, int64_t(1)});
+  for (void *p : state.buffers) {
+    allocations_.erase(std::find(allocations_.begin(), allocations_.end(), p));
+    KILN_RETURN_IF_ERROR(device_->release(p));
+  }
+  state.buffers.clear();
+  for (const engine::BufferInfo &b : plan.buffers()) {
+    int64_t rows = b.rows == fb::Rows::Tokens     ? capT
+                   : b.rows == fb::Rows::Selected ? capR
+                                                  : 1;
+    KILN_ASSIGN_OR_RETURN(void *p, allocate(size_t(rows * b.rowElems) * 4));
+    state.buffers.push_back(p);
+  }
+  state.capTokens = capT;
+  state.capSelected = capR;
+  return Status::ok();
+}
+
+Result<int32_t> HipPlanDevice::slotOf(int32_t seq, bool create) const {
+  for (size_t s = 0; s < slotSeq_.size(); ++s)
+    if (slotSeq_[s] == seq)
+      return int32_t(s);
+  if (create)
+    for (size_t s = 0; s < slotSeq_.size(); ++s)
+      if (slotSeq_[s] < 0) {
+        slotSeq_[s] = seq;
+        return int32_t(s);
+      }
+  return makeError(StatusCode::ResourceExhausted, "HIP device: sequence ", seq,
+                   " needs a cache slot, and all ", slots_, " are in use");
+}
+
+int64_t HipPlanDevice::cacheRows(size_t cache, int32_t seq) const {
+  Result<int32_t> slot = slotOf(seq, false);
+  if (!slot.isOk() || cache >= lengths_.size())
+    return 0;
+  return lengths_[cache][size_t(slot.value())];
+}
+
+void HipPlanDevice::truncate(size_t cache, int32_t seq, int64_t length) {
+  Result<int32_t> slot = slotOf(seq, false);
+  if (!slot.isOk() || cache >= lengths_.size())
+    return;
+  int64_t &rows = lengths_[cache][size_t(slot.value())];
+  rows = std::min(rows, std::max<int64_t>(length, 0));
+  // A sequence whose caches are all empty gives its slot back.
+  bool empty = true;
+  for (const auto &l : lengths_)
+    empty = empty && l[size_t(slot.value())] == 0;
+  if (empty && length == 0)
+    slotSeq_[size_t(slot.value())] = -1;
+}
+
+Status HipPlanDevice::checkInputs(const PlanRunner &plan, const PlanInputs &in,
+                                  std::vector<int32_t> &slots) const {
+  auto bad = [&](const auto &...args) {
+    return makeError(StatusCode::InvalidArgument, "plan '", plan.name(),
+                     "' on ", name(), ": ", args...);
+  };
+  if (in.tokens < 1 || in.tokens > engine::kMaxPlanTokens)
+    return bad(in.tokens, " tokens, expected 1 to ", engine::kMaxPlanTokens);
+  if (in.logitCount < 0 || in.logitCount > engine::kMaxPlanTokens)
+    return bad(in.logitCount, " logit rows, expected 0 to ",
+               engine::kMaxPlanTokens);
+  if (!in.tokenIds || !in.seqIds || !in.positions ||
+      (in.logitCount > 0 && !in.logitRows))
+    return bad("token_ids, seq_ids, positions and logit_rows are required");
+  if (plan.hasHiddenInput() && !in.hiddenIn)
+    return bad("needs hidden_in [", in.tokens, ", ", plan.hiddenSize(), "]");
+  int64_t limit = plan.tokenLimit();
+  for (int64_t t = 0; t < in.tokens; ++t) {
+    if (limit > 0 && (in.tokenIds[t] < 0 || in.tokenIds[t] >= limit))
+      return bad("token_ids[", t, "] = ", in.tokenIds[t], ", expected 0 to ",
+                 limit - 1);
+    if (in.positions[t] < 0 || in.positions[t] >= capacity_)
+      return bad("positions[", t, "] = ", in.positions[t], ", expected 0 to ",
+                 capacity_ - 1, " (the device caches hold ", capacity_,
+                 " positions per sequence)");
+  }
+  for (int64_t r = 0; r < in.logitCount; ++r)
+    if (in.logitRows[r] < 0 || in.logitRows[r] >= in.tokens)
+      return bad("logit_rows[", r, "] = ", in.logitRows[r], ", expected 0 to ",
+                 in.tokens - 1);
+  slots.resize(size_t(in.tokens));
+  std::unordered_map<int32_t, int64_t> next;
+  for (int64_t t = 0; t < in.tokens; ++t) {
+    KILN_ASSIGN_OR_RETURN(slots[t], slotOf(in.seqIds[t], true));
+    if (plan.appendedCaches().empty())
+      continue;
+    int32_t seq = in.seqIds[t];
+    auto it = next.find(seq);
+    int64_t rows = it == next.end()
+                       ? lengths_[plan.appendedCaches()[0]][size_t(slots[t])]
+                       : it->second;
+    if (in.positions[t] > rows)
+      return bad("positions[", t, "] = ", in.positions[t], " for sequence ",
+                 seq, " skips past its length ", rows,
+                 " (positions must continue the sequence)");
+    next[seq] = std::max<int64_t>(rows, in.positions[t] + 1);
+  }
+  return Status::ok();
+}
+
+Result<PlanOutputs> HipPlanDevice::run(const PlanRunner &plan,
+                                       const PlanInputs &in) {
+  auto it = plans_.find(plan.name());
+  if (it == plans_.end())
+    return makeError(StatusCode::NotFound, name(), ": no plan '", plan.name(),
+                     "'");
+  PlanState &state = it->second;
+  std::vector<int32_t> slots;
+  KILN_RETURN_IF_ERROR(checkInputs(plan, in, slots));
+  KILN_RETURN_IF_ERROR(reserve(plan, state, in.tokens, in.logitCount));
+  KILN_RETURN_IF_ERROR(execute(plan, state, in));
+  // The caches now hold the appended rows.
+  for (uint32_t c : plan.appendedCaches())
+    for (int64_t t = 0; t < in.tokens; ++t) {
+      int64_t &rows = lengths_[c][size_t(slots[t])];
+      rows = std::max<int64_t>(rows, in.positions[t] + 1);
+    }
+  PlanOutputs out;
+  out.logits = state.logits.data();
+  out.logitRows = in.logitCount;
+  out.vocab = plan.vocab();
+  if (plan.hasHiddenOutput()) {
+    out.hidden = state.hidden.data();
+    out.hiddenRows = in.tokens;
+    out.hiddenSize = plan.hiddenSize();
+  }
+  return out;
+}
+
+Status HipPlanDevice::execute(const PlanRunner &plan, PlanState &state,
+                              const PlanInputs &in) {
+  const auto &buffers = plan.buffers();
+  auto upload = [&](uint32_t buffer, const void *host, size_t bytes) {
+    return device_->copyToDevice(state.buffers[buffer], host, bytes);
+  };
+  std::vector<int32_t> slotIds(size_t(in.tokens));
+  for (int64_t t = 0; t < in.tokens; ++t)
+    slotIds[t] = slotOf(in.seqIds[t], false).value();
+  size_t tokenBytes = size_t(in.tokens) * 4;
+  KILN_RETURN_IF_ERROR(upload(plan.tokenIdsBuffer(), in.tokenIds, tokenBytes));
+  KILN_RETURN_IF_ERROR(upload(plan.seqIdsBuffer(), slotIds.data(), tokenBytes));
+  KILN_RETURN_IF_ERROR(
+      upload(plan.positionsBuffer(), in.positions, tokenBytes));
+  if (in.logitCount > 0)
+    KILN_RETURN_IF_ERROR(upload(plan.logitRowsBuffer(), in.logitRows,
+                                size_t(in.logitCount) * 4));
+  if (plan.hasHiddenInput())
+    KILN_RETURN_IF_ERROR(upload(uint32_t(plan.hiddenInBuffer()), in.hiddenIn,
+                                tokenBytes * size_t(plan.hiddenSize())));
+
+  auto rowsOfBuffer = [&](uint32_t b) -> int64_t {
+    switch (buffers[b].rows) {
+    case fb::Rows::Tokens:
+      return in.tokens;
+    case fb::Rows::Selected:
+      return in.logitCount;
+    case fb::Rows::One:
+      return 1;
+    }
+    return 0;
+  };
+  const auto &steps = plan.steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const engine::Step &step = steps[i];
+    const Dispatch &dispatch = state.dispatches[i];
+    auto rowsOfArg = [&](size_t a) -> int64_t {
+      return step.args[a].kind() == fb::ArgKind::Buffer
+                 ? rowsOfBuffer(step.args[a].index())
+                 : 0;
+    };
+    int64_t rows = 0;
+    for (size_t a = 0; a < step.args.size(); ++a)
+      if (step.args[a].kind() == fb::ArgKind::Buffer) {
+        rows = rowsOfArg(a);
+        break;
+      }
+    // Scratch for this dispatch.
+    for (size_t j = 0; j < dispatch.scratch.size(); ++j) {
+      const Scratch &s = dispatch.scratch[j];
+      __int128 wide = __int128(s.perRow) * rows +
+                      __int128(s.perPosition) * rows * capacity_ + s.fixed;
+      if (wide > (__int128(1) << 42))
+        return makeError(StatusCode::ResourceExhausted, "plan '", plan.name(),
+                         "' dispatches[", step.dispatch, "]: scratch ", j,
+                         " would need more than 4 TiB for ", rows, " rows");
+      size_t bytes = size_t(wide);
+      if (j >= scratch_.size()) {
+        scratch_.push_back(nullptr);
+        scratchBytes_.push_back(0);
+      }
+      if (scratchBytes_[j] < bytes) {
+        KILN_ASSIGN_OR_RETURN(scratch_[j], allocate(bytes));
+        scratchBytes_[j] = bytes;
+      }
+    }
+    for (const Launch &l : dispatch.launches) {
+      LaunchDims dims;
+      bool empty = false;
+      for (int a = 0; a < 3; ++a) {
+        int64_t r = l.rowsOf[a] >= 0 ? rowsOfArg(size_t(l.rowsOf[a])) : rows;
+        int64_t n = (r * l.mul[a] + l.add[a] + l.div[a] - 1) / l.div[a];
+        if (n <= 0)
+          empty = true;
+        dims.grid[a] = uint32_t(std::max<int64_t>(n, 0));
+      }
+      if (empty)
+        continue;
+      dims.block = {l.workgroupSize, 1, 1};
+      KernelArgs args;
+      for (uint32_t ref : l.args) {
+        uint32_t part = ref & 7, index = ref >> 3;
+        switch (part) {
+        case kData: {
+          const fb::Arg &arg = step.args[index];
+          if (arg.kind() == fb::ArgKind::Buffer)
+            args.pointer(state.buffers[arg.index()]);
+          else if (arg.kind() == fb::ArgKind::Cache)
+            args.pointer(caches_[arg.index()]);
+          else if (arg.kind() == fb::ArgKind::Weight) {
+            KILN_ASSIGN_OR_RETURN(void *p, weightPointer(arg.index(), part));
+            args.pointer(p);
+          } else
+            args.pointer(nullptr);
+          break;
+        }
+        case kScales:
+        case kRawData:
+        case kRawScales: {
+          KILN_ASSIGN_OR_RETURN(void *p,
+                                weightPointer(step.args[index].index(), part));
+          args.pointer(p);
+          break;
+        }
+        case kScratch:
+          args.pointer(scratch_[index]);
+          break;
+        case kRows:
+          args.i32(int32_t(rows));
+          break;
+        case kCapacity:
+          args.i32(int32_t(capacity_));
+          break;
+        case kRowsOf:
+          args.i32(int32_t(rowsOfArg(index)));
+          break;
+        default:
+          return makeError(StatusCode::InvalidArgument, "launch ", l.symbol,
+                           ": unknown argument part ", part);
+        }
+      }
+      Status s = device_->launch(l.function, dims, args);
+      if (!s.isOk())
+        return s.withContext("plan '" + plan.name() + "' dispatches[" +
+                             std::to_string(step.dispatch) + "] " + l.symbol);
+    }
+  }
+  KILN_RETURN_IF_ERROR(device_->synchronize());
+  state.logits.resize(size_t(in.logitCount * plan.vocab()));
+  if (!state.logits.empty())
+    KILN_RETURN_IF_ERROR(device_->copyToHost(state.logits.data(),
+                                             state.buffers[plan.logitsBuffer()],
+                                             state.logits.size() * 4));
+  if (plan.hasHiddenOutput()) {
+    state.hidden.resize(size_t(in.tokens * plan.hiddenSize()));
+    KILN_RETURN_IF_ERROR(device_->copyToHost(
+        state.hidden.data(), state.buffers[size_t(plan.hiddenOutBuffer())],
+        state.hidden.size() * 4));
+  }
+  return Status::ok();
+}

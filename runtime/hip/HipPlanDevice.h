@@ -1,0 +1,118 @@
+//===- HipPlanDevice.h - A model's plans on one AMD GPU ------------------===//
+//
+// Runs every dispatch of the artifact's plans as the GPU launches the
+// compiler recorded (KernelSymbol.launches, passes/emit/GpuLaunch.h):
+//
+//   create   opens the GPU (HipDevice), loads the first code object the GPU
+//            accepts, resolves every launch's kernel (an artifact with a
+//            dispatch the GPU cannot run is refused, naming it), uploads the
+//            weights the launches read and allocates the caches as
+//            [slots, capacity, width].
+//   run      maps sequence ids to cache slots, checks the inputs, copies
+//            them in, launches every dispatch's kernels in order on one
+//            stream, copies the logits (and hidden rows) back.
+//
+// Sequence lengths are kept on the host, as the CPU caches keep theirs, so
+// rollback after speculative decoding is a length change.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_HIP_HIPPLANDEVICE_H
+#define KILN_RUNTIME_HIP_HIPPLANDEVICE_H
+
+#include "runtime/engine/Model.h"
+#include "runtime/engine/PlanDevice.h"
+#include "runtime/hip/HipDevice.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::hip {
+
+struct HipPlanOptions {
+  HipDeviceOptions device;
+  /// Sequences the caches hold at once.
+  int64_t slots = 4;
+  /// Positions per sequence (0: the model's max positions, capped at 8192).
+  int64_t capacity = 0;
+  /// Code object target to use ("gfx950"); empty: the first the GPU loads.
+  std::string target;
+};
+
+class HipPlanDevice final : public engine::PlanDevice {
+public:
+  static Result<std::unique_ptr<HipPlanDevice>>
+  create(engine::Model &model, const HipPlanOptions &options = {});
+  ~HipPlanDevice() override;
+
+  std::string name() const override { return "hip:" + target_; }
+  Result<engine::PlanOutputs> run(const engine::PlanRunner &plan,
+                                  const engine::PlanInputs &inputs) override;
+  int64_t cacheRows(size_t cache, int32_t seq) const override;
+  void truncate(size_t cache, int32_t seq, int64_t length) override;
+
+  const std::string &target() const { return target_; }
+  int64_t capacity() const { return capacity_; }
+  /// Device bytes allocated for weights, caches and buffers.
+  uint64_t deviceBytes() const { return deviceBytes_; }
+
+private:
+  struct Launch {
+    hipFunction_t function = nullptr;
+    std::string symbol;
+    uint32_t workgroupSize = 0;
+    int64_t mul[3] = {}, add[3] = {}, div[3] = {};
+    int32_t rowsOf[3] = {-1, -1, -1};
+    std::vector<uint32_t> args; // GpuArgRef encodings
+  };
+  struct Scratch {
+    int64_t perRow = 0, fixed = 0, perPosition = 0;
+  };
+  struct Dispatch {
+    std::vector<Launch> launches;
+    std::vector<Scratch> scratch;
+  };
+  struct PlanState {
+    std::vector<Dispatch> dispatches; // per PlanRunner step
+    std::vector<void *> buffers;      // device, per plan buffer
+    int64_t capTokens = 0, capSelected = 0;
+    std::vector<float> logits, hidden; // host copies of the outputs
+  };
+
+  HipPlanDevice(engine::Model &model, std::unique_ptr<HipDevice> device)
+      : model_(model), device_(std::move(device)) {}
+  Status prepare(const HipPlanOptions &options);
+  Status loadPlan(uint32_t planIndex, PlanState &state);
+  Result<void *> weightPointer(uint32_t weight, uint32_t part);
+  Result<void *> allocate(size_t bytes);
+  Status reserve(const engine::PlanRunner &plan, PlanState &state,
+                 int64_t tokens, int64_t selected);
+  Status checkInputs(const engine::PlanRunner &plan,
+                     const engine::PlanInputs &in,
+                     std::vector<int32_t> &slots) const;
+  Result<int32_t> slotOf(int32_t seq, bool create) const;
+  Status execute(const engine::PlanRunner &plan, PlanState &state,
+                 const engine::PlanInputs &in);
+
+  engine::Model &model_;
+  std::unique_ptr<HipDevice> device_;
+  std::string target_;
+  uint32_t codeObject_ = 0;
+  hipModule_t module_ = nullptr;
+  int64_t slots_ = 0, capacity_ = 0;
+  std::map<uint64_t, void *> weights_; // (weight << 3 | part) -> device
+  std::vector<void *> caches_;
+  std::vector<std::vector<int64_t>> lengths_; // [cache][slot]
+  mutable std::vector<int32_t> slotSeq_;      // slot -> seq, -1 free
+  std::map<std::string, PlanState> plans_;
+  std::vector<void *> scratch_;
+  std::vector<size_t> scratchBytes_;
+  std::vector<void *> allocations_;
+  uint64_t deviceBytes_ = 0;
+};
+
+} // namespace kiln::hip
+
+#endif // KILN_RUNTIME_HIP_HIPPLANDEVICE_H
