@@ -50,19 +50,9 @@ namespace {
 using FPred = arith::CmpFPredicate;
 using IPred = arith::CmpIPredicate;
 
-struct DataKernel {
-  DataKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module,
-             const KernelSpec &spec)
-      : ir(b), b(b), module(module), spec(spec) {}
-  KernelIr ir;
-  ImplicitLocOpBuilder &b;
-  gpu::GPUModuleOp module;
-  const KernelSpec &spec;
+struct DataKernel : KernelBody {
+  using KernelBody::KernelBody;
 
-  int64_t p(StringRef name) const { return spec.param(name); }
-  int64_t wg() const { return spec.blockSize(); }
-  Type f32() { return b.getF32Type(); }
-  Type i32() { return b.getI32Type(); }
   static int64_t widthFor(int64_t elems) { return elems % 4 == 0 ? 4 : 1; }
 
   // Scalars and vectors alike: a width of 1 means a scalar.
@@ -115,15 +105,6 @@ struct DataKernel {
     return vector::ReductionOp::create(b, kind, v);
   }
 
-  Value cmpf(FPred pred, Value a, Value c) {
-    return arith::CmpFOp::create(b, pred, a, c);
-  }
-  Value cmpi(IPred pred, Value a, Value c) {
-    return arith::CmpIOp::create(b, pred, a, c);
-  }
-  Value select(Value cond, Value a, Value c) {
-    return arith::SelectOp::create(b, cond, a, c);
-  }
   Value both(Value a, Value c) { return arith::AndIOp::create(b, a, c); }
   Value either(Value a, Value c) { return arith::OrIOp::create(b, a, c); }
   Value negate(Value a) {
@@ -131,9 +112,6 @@ struct DataKernel {
   }
   Value isNan(Value v) { return cmpf(FPred::UNO, v, v); }
   Value exp(Value v) { return ir.intrinsic("llvm.exp.f32", f32(), {v}); }
-  Value toI32(IrIndex i) {
-    return arith::IndexCastUIOp::create(b, i32(), i.value());
-  }
   /// 0 <= v < limit for an i32 `v` read from memory.
   Value inRange(Value v, Value limit) {
     return both(cmpi(IPred::sge, v, ir.i32(0)), cmpi(IPred::slt, v, limit));
@@ -168,7 +146,7 @@ struct DataKernel {
                             const KernelIr::Combine &combine,
                             ArrayRef<Value> scratch) {
     SmallVector<Value> r = ir.blockReduce(values, combine, scratch);
-    gpu::BarrierOp::create(b);
+    barrier();
     return r;
   }
   Value sum(Value partial, Value scratch) {
@@ -379,7 +357,7 @@ struct DataKernel {
       ir.store(score, scores, grp);
       return SmallVector<Value>();
     });
-    gpu::BarrierOp::create(b);
+    barrier();
     ir.forLoop(tid, ir.idx(g), wg(), {}, [&](IrIndex grp, ValueRange) {
       Value mine = ir.load(scores, grp);
       Value mineIdx = toI32(grp);
@@ -394,7 +372,7 @@ struct DataKernel {
       ir.store(arith::ExtUIOp::create(b, i32(), kept), keep, grp);
       return SmallVector<Value>();
     });
-    gpu::BarrierOp::create(b);
+    barrier();
     Value ninf = fconst(w, -std::numeric_limits<float>::infinity());
     rowLoop(c, w, {}, [&](IrIndex i, ValueRange) {
       Value kept = cmpi(IPred::ne, ir.load(keep, i / size), ir.i32(0));
@@ -606,7 +584,7 @@ struct DataKernel {
 struct Fp8Gemm : Bf16Tiles {
   using Bf16Tiles::Bf16Tiles;
 
-  void build(gpu::GPUModuleOp module, const KernelSpec &symbolSpec) {
+  void build(const KernelSpec &symbolSpec) {
     Type i32 = b.getI32Type();
     int64_t n = spec.n, k = spec.k;
     SmallVector<Type> args = {
@@ -646,8 +624,8 @@ void kiln::rocdl::buildDataKernel(gpu::GPUModuleOp module,
     gemm.k = spec.param("k");
     gemm.tiling.mTiles = spec.param("mt");
     gemm.tiling.nTiles = spec.param("nt");
-    Fp8Gemm(b, gemm).build(module, spec);
+    Fp8Gemm(b, gemm, module).build(spec);
     return;
   }
-  DataKernel(b, module, spec).build();
+  DataKernel(b, spec, module).build();
 }

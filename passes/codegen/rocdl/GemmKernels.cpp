@@ -39,7 +39,7 @@ namespace {
 struct MxGemm : MxTiles {
   using MxTiles::MxTiles;
 
-  void build(gpu::GPUModuleOp module) {
+  void build() {
     Type i32 = b.getI32Type();
     SmallVector<Type> args = {ir.activations(f32(), spec.k),
                               ir.global(vec(4, i32), layout.dataBytes() / 16),
@@ -73,7 +73,7 @@ struct MxGemm : MxTiles {
 struct Bf16Gemm : Bf16Tiles {
   using Bf16Tiles::Bf16Tiles;
 
-  void build(gpu::GPUModuleOp module) {
+  void build() {
     Type i32 = b.getI32Type();
     SmallVector<Type> args = {ir.activations(f32(), spec.k),
                               ir.global(b.getBF16Type(), spec.n * spec.k),
@@ -102,11 +102,11 @@ struct Bf16Gemm : Bf16Tiles {
 
 void kiln::rocdl::buildMxGemm(gpu::GPUModuleOp module, const KernelSpec &spec) {
   ImplicitLocOpBuilder b(module.getLoc(), module.getContext());
-  MxGemm(b, spec).build(module);
+  MxGemm(b, spec, module).build();
 }
 
 void kiln::rocdl::buildBf16Gemm(gpu::GPUModuleOp module,
                                 const KernelSpec &spec) {
   ImplicitLocOpBuilder b(module.getLoc(), module.getContext());
-  Bf16Gemm(b, spec).build(module);
+  Bf16Gemm(b, spec, module).build();
 }

@@ -31,18 +31,11 @@
 namespace kiln::rocdl {
 
 /// State shared by both GEMM recipes.
-struct GemmTiles {
-  GemmTiles(mlir::ImplicitLocOpBuilder &b, const KernelSpec &spec)
-      : ir(b), b(b), spec(spec), t(spec.tiling) {}
-  KernelIr ir;
-  mlir::ImplicitLocOpBuilder &b;
-  const KernelSpec &spec;
+struct GemmTiles : KernelBody {
+  GemmTiles(mlir::ImplicitLocOpBuilder &b, const KernelSpec &spec,
+            mlir::gpu::GPUModuleOp module = {})
+      : KernelBody(b, spec, module), t(spec.tiling) {}
   GemmTiling t;
-
-  mlir::Type f32() { return b.getF32Type(); }
-  mlir::VectorType vec(int64_t n, mlir::Type elem) {
-    return mlir::VectorType::get({n}, elem);
-  }
 
   /// Loads `count` f32 of row `row` from K `kElem` as vectors of 4. When
   /// `valid` is set, invalid lanes read an in-bounds address and get zeros.
@@ -108,8 +101,10 @@ struct MxOperand {
 
 /// The MXFP4 recipe over MxWeightLayout::forShape(spec.n, spec.k).
 struct MxTiles : GemmTiles {
-  MxTiles(mlir::ImplicitLocOpBuilder &b, const KernelSpec &spec)
-      : GemmTiles(b, spec), layout(MxWeightLayout::forShape(spec.n, spec.k)) {}
+  MxTiles(mlir::ImplicitLocOpBuilder &b, const KernelSpec &spec,
+          mlir::gpu::GPUModuleOp module = {})
+      : GemmTiles(b, spec, module),
+        layout(MxWeightLayout::forShape(spec.n, spec.k)) {}
   MxWeightLayout layout;
   bool scaled() const { return chipInfo(spec.chip).scaledMfma; }
 

@@ -3,7 +3,8 @@
 // IrIndex lets the templates of MfmaLayout.h run on IR: every operator emits
 // the arith op on `index` values. KernelIr wraps the few patterns every
 // kernel needs (global memrefs, intrinsics, wave and workgroup reductions)
-// so the kernel files read like the algorithm.
+// so the kernel files read like the algorithm. KernelBody is the base of
+// the kernel structs: the builder, the spec and the helpers they all use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -117,6 +118,50 @@ public:
               llvm::SmallVector<mlir::Value>(IrIndex, mlir::ValueRange)> &body);
   /// if (cond) then(); no results.
   void ifThen(mlir::Value cond, const std::function<void()> &then);
+};
+
+/// log2(e): exp(x) is exp2(x * kLog2e).
+constexpr float kLog2e = 1.4426950408889634f;
+
+/// The state and the small helpers every kernel body shares: the builder,
+/// the KernelIr vocabulary on it, the spec and, for the kernels that create
+/// their gpu.func, the module. The kernel structs derive from it.
+struct KernelBody {
+  KernelBody(mlir::ImplicitLocOpBuilder &b, const KernelSpec &spec,
+             mlir::gpu::GPUModuleOp module = {})
+      : ir(b), b(b), module(module), spec(spec) {}
+  KernelIr ir;
+  mlir::ImplicitLocOpBuilder &b;
+  mlir::gpu::GPUModuleOp module;
+  const KernelSpec &spec;
+
+  int64_t p(llvm::StringRef name) const { return spec.param(name); }
+  int64_t wg() const { return spec.blockSize(); }
+
+  mlir::Type f32() { return b.getF32Type(); }
+  mlir::Type i32() { return b.getI32Type(); }
+  mlir::Type i16() { return b.getIntegerType(16); }
+  mlir::Type i8() { return b.getIntegerType(8); }
+  mlir::VectorType vec(int64_t n, mlir::Type elem) {
+    return mlir::VectorType::get({n}, elem);
+  }
+
+  /// An index value as i32.
+  mlir::Value toI32(mlir::Value indexValue) {
+    return mlir::arith::IndexCastUIOp::create(b, i32(), indexValue);
+  }
+  mlir::Value cmpi(mlir::arith::CmpIPredicate pred, mlir::Value l,
+                   mlir::Value r) {
+    return mlir::arith::CmpIOp::create(b, pred, l, r);
+  }
+  mlir::Value cmpf(mlir::arith::CmpFPredicate pred, mlir::Value l,
+                   mlir::Value r) {
+    return mlir::arith::CmpFOp::create(b, pred, l, r);
+  }
+  mlir::Value select(mlir::Value cond, mlir::Value l, mlir::Value r) {
+    return mlir::arith::SelectOp::create(b, cond, l, r);
+  }
+  void barrier() { mlir::gpu::BarrierOp::create(b); }
 };
 
 /// Creates `gpu.func @symbol(args) kernel` in `module` with the spec's

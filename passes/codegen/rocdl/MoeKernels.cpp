@@ -46,33 +46,8 @@ using namespace kiln::rocdl;
 
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
-
-struct MoeKernel {
-  MoeKernel(ImplicitLocOpBuilder &b, const KernelSpec &spec)
-      : ir(b), b(b), spec(spec) {}
-  KernelIr ir;
-  ImplicitLocOpBuilder &b;
-  const KernelSpec &spec;
-
-  Type f32() { return b.getF32Type(); }
-  Type i32() { return b.getI32Type(); }
-  VectorType vec(int64_t n, Type elem) { return VectorType::get({n}, elem); }
-  int64_t p(const char *name) const { return spec.param(name); }
-
-  Value toI32(Value index) {
-    return arith::IndexCastUIOp::create(b, i32(), index);
-  }
-  Value cmpi(arith::CmpIPredicate pred, Value a, Value c) {
-    return arith::CmpIOp::create(b, pred, a, c);
-  }
-  Value cmpf(arith::CmpFPredicate pred, Value a, Value c) {
-    return arith::CmpFOp::create(b, pred, a, c);
-  }
-  Value select(Value cond, Value a, Value c) {
-    return arith::SelectOp::create(b, cond, a, c);
-  }
-  void barrier() { gpu::BarrierOp::create(b); }
+struct MoeKernel : KernelBody {
+  using KernelBody::KernelBody;
 
   /// RowOps.h order: a ranks before b if it is larger, NaN ranks last, ties
   /// (and two NaNs) go to the lower index (ia, ib i32).
@@ -103,7 +78,7 @@ struct MoeKernel {
   // moe_route
   //===--------------------------------------------------------------------===//
 
-  void route(gpu::GPUModuleOp module) {
+  void route() {
     int64_t e = p("e"), h = p("h"), topk = p("topk"), groups = p("ngroup"),
             topkGroup = p("topkgroup");
     bool norm = p("norm") != 0, rbf = p("rbf") != 0;
@@ -285,7 +260,7 @@ struct MoeKernel {
   /// Pairs staged in LDS per chunk.
   static constexpr int64_t kChunk = 4 * kRowBlock;
 
-  void align(gpu::GPUModuleOp module) {
+  void align() {
     int64_t e = p("e"), topk = p("topk"), bm = p("bm");
     auto fn = createKernelFunc(
         b, module, spec,
@@ -402,7 +377,7 @@ struct MoeKernel {
     return g;
   }
 
-  void expertGemm(gpu::GPUModuleOp module, bool gateUp) {
+  void expertGemm(bool gateUp) {
     KernelSpec g = tileSpec();
     int64_t e = p("e"), n = g.n, k = g.k, topk = p("topk");
     int64_t mTiles = g.tiling.mTiles, nTiles = g.tiling.nTiles;
@@ -522,7 +497,7 @@ struct MoeKernel {
   // moe_down combine=1
   //===--------------------------------------------------------------------===//
 
-  void combine(gpu::GPUModuleOp module) {
+  void combine() {
     int64_t h = p("h"), topk = p("topk");
     bool shared = p("shared") != 0;
     SmallVector<Type> args = {ir.activations(f32(), topk * h),
@@ -564,22 +539,22 @@ struct MoeKernel {
 void kiln::rocdl::buildMoeKernel(gpu::GPUModuleOp module,
                                  const KernelSpec &spec) {
   ImplicitLocOpBuilder b(module.getLoc(), module.getContext());
-  MoeKernel k(b, spec);
+  MoeKernel k(b, spec, module);
   switch (spec.kind) {
   case KernelKind::MoeRoute:
-    k.route(module);
+    k.route();
     break;
   case KernelKind::MoeAlign:
-    k.align(module);
+    k.align();
     break;
   case KernelKind::MoeGateUp:
-    k.expertGemm(module, /*gateUp=*/true);
+    k.expertGemm(/*gateUp=*/true);
     break;
   case KernelKind::MoeDown:
     if (spec.param("combine") == 1)
-      k.combine(module);
+      k.combine();
     else
-      k.expertGemm(module, /*gateUp=*/false);
+      k.expertGemm(/*gateUp=*/false);
     break;
   default:
     llvm_unreachable("not a moe kernel");

@@ -24,14 +24,9 @@ using namespace kiln::rocdl;
 
 namespace {
 
-struct RowKernel {
-  RowKernel(ImplicitLocOpBuilder &b, const KernelSpec &spec)
-      : ir(b), b(b), spec(spec) {}
-  KernelIr ir;
-  ImplicitLocOpBuilder &b;
-  const KernelSpec &spec;
+struct RowKernel : KernelBody {
+  using KernelBody::KernelBody;
 
-  Type f32() { return b.getF32Type(); }
   /// Elements per thread access: 4 when rows stay 16-byte aligned.
   int64_t width() const { return spec.cols % 4 == 0 ? 4 : 1; }
   VectorType vecType() { return VectorType::get({width()}, f32()); }
@@ -95,7 +90,7 @@ struct RowKernel {
     forEachAccess([&](IrIndex c) {
       Value gv = ir.loadVector(vecType(), g, base + c);
       Value uv = ir.loadVector(vecType(), u, base + c);
-      Value t = arith::MulFOp::create(b, gv, splat(-1.4426950408889634f));
+      Value t = arith::MulFOp::create(b, gv, splat(-kLog2e));
       Value e = mapIntrinsic("llvm.amdgcn.exp2", t);
       Value den = arith::AddFOp::create(b, e, splat(1.0f));
       Value sig = mapIntrinsic("llvm.amdgcn.rcp", den);
@@ -117,13 +112,9 @@ struct RowKernel {
   SmallVector<Value> better(ArrayRef<Value> l, ArrayRef<Value> r) {
     // r wins if it is a number and (l is NaN or r > l or (r == l and its
     // index is lower)), or both are NaN and r's index is lower.
-    auto cmpf = [&](arith::CmpFPredicate p, Value a, Value c) {
-      return arith::CmpFOp::create(b, p, a, c).getResult();
-    };
     Value rNum = cmpf(arith::CmpFPredicate::ORD, r[0], r[0]);
     Value lNan = cmpf(arith::CmpFPredicate::UNO, l[0], l[0]);
-    Value lower =
-        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, r[1], l[1]);
+    Value lower = cmpi(arith::CmpIPredicate::slt, r[1], l[1]);
     Value greater = cmpf(arith::CmpFPredicate::OGT, r[0], l[0]);
     Value tie = arith::AndIOp::create(
         b, cmpf(arith::CmpFPredicate::OEQ, r[0], l[0]), lower);
@@ -138,8 +129,7 @@ struct RowKernel {
                                   arith::ConstantIntOp::create(b, 1, 1))),
         lower);
     Value takeR = arith::OrIOp::create(b, numWins, nanTie);
-    return {arith::SelectOp::create(b, takeR, r[0], l[0]),
-            arith::SelectOp::create(b, takeR, r[1], l[1])};
+    return {select(takeR, r[0], l[0]), select(takeR, r[1], l[1])};
   }
 
   void argmax(Value x, Value y, Value scratchV, Value scratchI) {
@@ -152,8 +142,7 @@ struct RowKernel {
         ir.forLoop(tid, ir.idx(spec.cols), kRowBlock, {nan, none},
                    [&](IrIndex c, ValueRange acc) {
                      Value v = ir.load(x, base + c);
-                     Value ci =
-                         arith::IndexCastUIOp::create(b, b.getI32Type(), c);
+                     Value ci = toI32(c);
                      return better({acc[0], acc[1]}, {v, ci});
                    });
     auto combine = [&](ArrayRef<Value> l, ArrayRef<Value> r) {
@@ -169,7 +158,7 @@ struct RowKernel {
   /// Pair i of a head turns by pos * theta^(-2i / rotaryDim) radians; the
   /// table holds that rate in revolutions (f64) so the angle reduces
   /// exactly enough in f64 before the f32 sin/cos.
-  void rope(gpu::GPUModuleOp module, Value x, Value pos, Value y) {
+  void rope(Value x, Value pos, Value y) {
     int64_t half = spec.rotaryDim / 2;
     SmallVector<double> rate;
     for (int64_t i = 0; i < half; ++i)
@@ -217,7 +206,7 @@ struct RowKernel {
           // Partner: j + stride for a first element, j - stride for a second.
           IrIndex up = ir.min(j + stride, ir.idx(rowElems - 1));
           IrIndex down = j - ir.min(j, ir.idx(stride));
-          Value partnerIdx = arith::SelectOp::create(b, isFirst, up, down);
+          Value partnerIdx = select(isFirst, up, down);
           Value v = ir.load(x, base + j);
           Value partner = ir.load(x, base + ir.idx(partnerIdx));
           Value rev = arith::MulFOp::create(b, p, ir.load(table, pair));
@@ -228,16 +217,14 @@ struct RowKernel {
           Value sn = ir.intrinsic("llvm.amdgcn.sin", f32(), {frac});
           // first: v*c - partner*s; second: v*c + partner*s.
           Value ps = arith::MulFOp::create(b, partner, sn);
-          Value signed_ = arith::SelectOp::create(
-              b, isFirst, arith::NegFOp::create(b, ps), ps);
+          Value signed_ = select(isFirst, arith::NegFOp::create(b, ps), ps);
           Value rot = math::FmaOp::create(b, v, cs, signed_);
-          ir.store(arith::SelectOp::create(b, inSpan, rot, v), y, base + j);
+          ir.store(select(inSpan, rot, v), y, base + j);
           return SmallVector<Value>();
         });
   }
 
-  void build(gpu::GPUModuleOp module) {
-    Type i32 = b.getI32Type();
+  void build() {
     int64_t waves = kRowBlock / kWaveSize;
     switch (spec.kind) {
     case KernelKind::RmsNorm: {
@@ -263,8 +250,8 @@ struct RowKernel {
     }
     case KernelKind::Argmax: {
       auto fn = createKernelFunc(
-          b, module, spec, {rowsOf(f32()), ir.activations(i32, 1)},
-          {ir.workgroup(f32(), waves), ir.workgroup(i32, waves)});
+          b, module, spec, {rowsOf(f32()), ir.activations(i32(), 1)},
+          {ir.workgroup(f32(), waves), ir.workgroup(i32(), waves)});
       argmax(fn.getArgument(0), fn.getArgument(1),
              fn.getWorkgroupAttributions()[0],
              fn.getWorkgroupAttributions()[1]);
@@ -274,9 +261,9 @@ struct RowKernel {
       int64_t rowElems = spec.heads * spec.headDim;
       auto fn = createKernelFunc(b, module, spec,
                                  {ir.activations(f32(), rowElems),
-                                  ir.activations(i32, 1),
+                                  ir.activations(i32(), 1),
                                   ir.activations(f32(), rowElems)});
-      rope(module, fn.getArgument(0), fn.getArgument(1), fn.getArgument(2));
+      rope(fn.getArgument(0), fn.getArgument(1), fn.getArgument(2));
       break;
     }
     default:
@@ -291,5 +278,5 @@ struct RowKernel {
 void kiln::rocdl::buildRowKernel(gpu::GPUModuleOp module,
                                  const KernelSpec &spec) {
   ImplicitLocOpBuilder b(module.getLoc(), module.getContext());
-  RowKernel(b, spec).build(module);
+  RowKernel(b, spec, module).build();
 }
