@@ -20,6 +20,7 @@
 #include "passes/emit/Mxfp4Quantize.h"
 #include "runtime/cpu/Dequant.h"
 #include "runtime/cpu/Matmul.h"
+#include "test/unit/rocdl/MxTestWeights.h"
 
 #include <gtest/gtest.h>
 
@@ -28,41 +29,10 @@
 
 using namespace kiln;
 using namespace kiln::rocdl;
+using kiln::rocdl::test::makeMxWeights;
+using kiln::rocdl::test::MxWeights;
 
 namespace {
-
-struct MxWeights {
-  int64_t n, k;
-  std::vector<uint8_t> packed, scales; // checkpoint layout
-  ShuffledMxWeight shuffled;
-};
-
-/// Random weights quantized the Quark way, with scales spread over a few
-/// binades so the per-block scales matter.
-MxWeights makeWeights(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::uniform_int_distribution<int> binade(-4, 3);
-  MxWeights w{n, k, {}, {}, {}};
-  w.packed.resize(size_t(n * k / 2));
-  w.scales.resize(size_t(n * k / 32));
-  std::vector<float> row(static_cast<size_t>(k));
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t b = 0; b < k / 32; ++b) {
-      float s = std::ldexp(1.0f, binade(rng));
-      for (int i = 0; i < 32; ++i)
-        row[size_t(b * 32 + i)] = dist(rng) * s;
-    }
-    quantizeMxfp4Row(row.data(), k, Mxfp4ScaleRule::Even,
-                     &w.packed[size_t(r * k / 2)],
-                     &w.scales[size_t(r * k / 32)]);
-  }
-  std::string error;
-  EXPECT_TRUE(shuffleMxfp4Weight(w.packed.data(), w.scales.data(), n, k,
-                                 w.shuffled, error))
-      << error;
-  return w;
-}
 
 std::vector<float> makeActivations(int64_t rows, int64_t k, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -188,7 +158,7 @@ TEST_P(MxGemm, MatchesReferences) {
   for (const Shape &s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " N " +
                  std::to_string(s.n) + " K " + std::to_string(s.k));
-    MxWeights w = makeWeights(s.n, s.k, seed++);
+    MxWeights w = makeMxWeights(s.n, s.k, seed++);
     std::vector<float> x = makeActivations(s.rows, s.k, seed++);
     KernelSpec spec = gemmSpec(KernelKind::MxGemm, chip, s.rows, s.n, s.k);
     std::vector<float> y(size_t(s.rows * s.n), std::nanf(""));
@@ -209,7 +179,7 @@ TEST_P(MxGemm, CheckpointLayoutIsRejectedByTheNumbers) {
   // Negative control: the same program fed the checkpoint bytes instead of
   // the shuffled ones computes garbage, so the comparison above has teeth.
   Chip chip = GetParam();
-  MxWeights w = makeWeights(64, 512, 7);
+  MxWeights w = makeMxWeights(64, 512, 7);
   std::vector<float> x = makeActivations(16, 512, 8);
   KernelSpec spec = gemmSpec(KernelKind::MxGemm, chip, 16, 64, 512);
   ShuffledMxWeight wrong = w.shuffled;

@@ -25,6 +25,7 @@
 #include "runtime/cpu/RowOps.h"
 #include "runtime/cpu/Types.h"
 #include "runtime/cpu/attention/Rope.h"
+#include "test/unit/rocdl/MxTestWeights.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -39,6 +40,8 @@ using namespace kiln;
 using namespace kiln::rocdl;
 using interp::KernelArg;
 using interp::runKernel;
+using kiln::rocdl::test::makeMxWeights;
+using kiln::rocdl::test::MxWeights;
 
 namespace {
 
@@ -71,37 +74,6 @@ KernelSpec gemmSpec(KernelKind kind, Chip chip, int64_t m, int64_t n,
   s.chooseTiling();
   EXPECT_EQ(s.validate(), "");
   return s;
-}
-
-struct MxWeights {
-  int64_t n, k;
-  std::vector<uint8_t> packed, scales; // checkpoint layout
-  ShuffledMxWeight shuffled;
-};
-
-MxWeights makeMxWeights(int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::uniform_int_distribution<int> binade(-4, 3);
-  MxWeights w{n, k, {}, {}, {}};
-  w.packed.resize(size_t(n * k / 2));
-  w.scales.resize(size_t(n * k / 32));
-  std::vector<float> row(static_cast<size_t>(k));
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t b = 0; b < k / 32; ++b) {
-      float s = std::ldexp(1.0f, binade(rng));
-      for (int i = 0; i < 32; ++i)
-        row[size_t(b * 32 + i)] = dist(rng) * s;
-    }
-    quantizeMxfp4Row(row.data(), k, Mxfp4ScaleRule::Even,
-                     &w.packed[size_t(r * k / 2)],
-                     &w.scales[size_t(r * k / 32)]);
-  }
-  std::string error;
-  EXPECT_TRUE(shuffleMxfp4Weight(w.packed.data(), w.scales.data(), n, k,
-                                 w.shuffled, error))
-      << error;
-  return w;
 }
 
 std::vector<float> makeActivations(int64_t rows, int64_t k, uint32_t seed) {
