@@ -243,12 +243,31 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
     cb.add_plan(owner);
     caches.push_back(cb.Finish());
   }
+  // How each dispatch runs on a GPU (chip-independent), by key; the kernel
+  // table gets one entry per kernel the plans use and GPU lowering (none
+  // for a cpu-only artifact).
+  std::map<std::pair<abi::Kernel, std::string>, uint32_t> kernelIndex;
+  std::map<std::string, GpuDispatchLowering> lowerings;
+  std::vector<std::vector<std::string>> keys;
+  for (const PlanSpec &p : program.plans) {
+    keys.emplace_back();
+    for (const DispatchSpec &d : p.dispatches) {
+      std::string key;
+      if (!chips.empty())
+        if (auto lowering = gpuLowering(p, d, program, streamed)) {
+          key = lowering->key();
+          lowerings.emplace(key, std::move(*lowering));
+        }
+      kernelIndex.emplace(std::make_pair(d.kernel, key), 0);
+      keys.back().push_back(key);
+    }
+  }
   // GPU code objects, one per target.
   std::vector<GpuCodeObject> gpuObjects;
   std::vector<flatbuffers::Offset<fb::CodeObject>> codeObjects;
   for (rocdl::Chip chip : chips) {
     KILN_ASSIGN_OR_RETURN(GpuCodeObject object,
-                          buildGpuCodeObject(chip, program, streamed));
+                          buildGpuCodeObject(chip, lowerings));
     if (object.elf.empty()) {
       gpuObjects.push_back(std::move(object));
       continue;
@@ -285,24 +304,8 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
       codeObjects.push_back(cb.Finish());
     }
   }
-  // Kernels: one per kernel the plans use and GPU specialization (none
-  // for a cpu-only artifact), served on the CPU by the runtime's kernels.
-  std::map<std::pair<abi::Kernel, std::string>, uint32_t> kernelIndex;
-  std::map<std::string, GpuDispatchLowering> lowerings;
-  std::vector<std::vector<std::string>> keys;
-  for (const PlanSpec &p : program.plans) {
-    keys.emplace_back();
-    for (const DispatchSpec &d : p.dispatches) {
-      std::string key;
-      if (!chips.empty())
-        if (auto lowering = gpuLowering(p, d, program, streamed)) {
-          key = lowering->key();
-          lowerings.emplace(key, std::move(*lowering));
-        }
-      kernelIndex.emplace(std::make_pair(d.kernel, key), 0);
-      keys.back().push_back(key);
-    }
-  }
+  // Kernels, served on the CPU by the runtime's kernels and on each GPU
+  // target by its launches.
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   for (auto &[kernelAndKey, index] : kernelIndex) {
     index = uint32_t(kernels.size());

@@ -8,7 +8,6 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include <optional>
-#include <set>
 #include <sstream>
 
 using namespace kiln;
@@ -40,27 +39,19 @@ kiln::emit::gpuLowering(const PlanSpec &plan, const DispatchSpec &dispatch,
   return lowerGpuDispatch({plan, dispatch, program, weights});
 }
 
-Result<GpuCodeObject>
-kiln::emit::buildGpuCodeObject(Chip chip, const ProgramSpec &program,
-                               const std::vector<StreamedWeight> &weights) {
-  // Every distinct kernel once; the dispatches by key.
+Result<GpuCodeObject> kiln::emit::buildGpuCodeObject(
+    Chip chip, const std::map<std::string, GpuDispatchLowering> &lowerings) {
+  // Every distinct kernel once, specialized for the chip.
   std::vector<KernelSpec> specs;
-  std::set<std::string> symbols;
-  std::map<std::string, GpuDispatchLowering> lowerings;
-  for (const PlanSpec &plan : program.plans)
-    for (const DispatchSpec &d : plan.dispatches) {
-      std::optional<GpuDispatchLowering> lowering =
-          gpuLowering(plan, d, program, weights);
-      if (!lowering)
-        continue;
-      for (GpuLaunchSpec &l : lowering->launches) {
-        // declaredWavesPerSimd and the tiling depend on the chip.
-        l.spec.chip = chip;
-        l.spec.chooseTiling();
-        if (symbols.insert(l.spec.symbol()).second)
-          specs.push_back(l.spec);
-      }
-      lowerings.emplace(lowering->key(), std::move(*lowering));
+  std::map<std::string, std::string> symbolOf; // chip-less spec -> symbol
+  for (const auto &[key, lowering] : lowerings)
+    for (const GpuLaunchSpec &l : lowering.launches) {
+      KernelSpec spec = l.spec;
+      spec.chip = chip;
+      // declaredWavesPerSimd and the tiling depend on the chip.
+      spec.chooseTiling();
+      if (symbolOf.emplace(l.spec.symbol(), spec.symbol()).second)
+        specs.push_back(spec);
     }
 
   GpuCodeObject out;
@@ -102,7 +93,7 @@ kiln::emit::buildGpuCodeObject(Chip chip, const ProgramSpec &program,
   }
   for (const auto &[key, lowering] : lowerings)
     for (const GpuLaunchSpec &l : lowering.launches)
-      out.dispatches[key].push_back(binaries.at(l.spec.symbol()));
+      out.dispatches[key].push_back(binaries.at(symbolOf.at(l.spec.symbol())));
   out.elf = std::move(compiled.codeObject);
   return out;
 }

@@ -49,10 +49,11 @@ gpuLowering(const PlanSpec &plan, const DispatchSpec &dispatch,
             const ProgramSpec &program,
             const std::vector<StreamedWeight> &weights);
 
-/// Generates and compiles every kernel the plans use for `chip`.
+/// Generates and compiles, for `chip`, every kernel the dispatches'
+/// lowerings (by key, see gpuLowering) launch.
 Result<GpuCodeObject>
-buildGpuCodeObject(rocdl::Chip chip, const ProgramSpec &program,
-                   const std::vector<StreamedWeight> &weights);
+buildGpuCodeObject(rocdl::Chip chip,
+                   const std::map<std::string, GpuDispatchLowering> &lowerings);
 
 } // namespace kiln::emit
 

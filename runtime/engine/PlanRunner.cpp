@@ -88,9 +88,20 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
 }
 
 Status PlanRunner::checkInputs(const PlanInputs &in) const {
+  return checkInputs(
+      in, ctx_.maxPositions,
+      [&](uint32_t cache, int32_t seq) {
+        return (*ctx_.caches)[cache]->rows(seq);
+      },
+      "", "");
+}
+
+Status PlanRunner::checkInputs(const PlanInputs &in, int64_t maxPositions,
+                               const CacheRows &rows, std::string_view where,
+                               std::string_view limitReason) const {
   auto bad = [&](const auto &...args) {
-    return makeError(StatusCode::InvalidArgument, "plan '", name_,
-                     "': ", args...);
+    return makeError(StatusCode::InvalidArgument, "plan '", name_, "'", where,
+                     ": ", args...);
   };
   if (in.tokens < 1 || in.tokens > kMaxPlanTokens)
     return bad(in.tokens, " tokens, expected 1 to ", kMaxPlanTokens);
@@ -111,10 +122,10 @@ Status PlanRunner::checkInputs(const PlanInputs &in) const {
       return bad("seq_ids[", t, "] = ", in.seqIds[t], ", expected 0 to ",
                  cpu::PagedKvCache::kMaxSequences - 1);
     if (in.positions[t] < 0 ||
-        (ctx_.maxPositions > 0 && in.positions[t] >= ctx_.maxPositions))
+        (maxPositions > 0 && in.positions[t] >= maxPositions))
       return bad("positions[", t, "] = ", in.positions[t], ", expected 0 to ",
-                 ctx_.maxPositions > 0 ? ctx_.maxPositions - 1
-                                       : int64_t(INT32_MAX));
+                 maxPositions > 0 ? maxPositions - 1 : int64_t(INT32_MAX),
+                 limitReason);
   }
   for (int64_t r = 0; r < in.logitCount; ++r)
     if (in.logitRows[r] < 0 || in.logitRows[r] >= in.tokens)
@@ -124,12 +135,11 @@ Status PlanRunner::checkInputs(const PlanInputs &in) const {
   // caches hold (plus the earlier tokens of its sequence in this call), or
   // attention would read rows never written.
   if (!appended_.empty()) {
-    const cpu::PagedKvCache &ref = *(*ctx_.caches)[appended_[0]];
     std::unordered_map<int32_t, int64_t> next;
     for (int64_t t = 0; t < in.tokens; ++t) {
       int32_t seq = in.seqIds[t];
       auto it = next.find(seq);
-      int64_t limit = it == next.end() ? ref.rows(seq) : it->second;
+      int64_t limit = it == next.end() ? rows(appended_[0], seq) : it->second;
       if (in.positions[t] > limit)
         return bad("positions[", t, "] = ", in.positions[t], " for sequence ",
                    seq, " skips past its length ", limit,

@@ -33,8 +33,10 @@
 #include "runtime/engine/Weights.h"
 #include "runtime/support/Status.h"
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::engine {
@@ -150,6 +152,16 @@ public:
   /// Smallest embedding table that reads token_ids (0: none).
   int64_t tokenLimit() const { return tokenLimit_; }
   const std::vector<BufferInfo> &buffers() const { return buffers_; }
+  /// Rows sequence `seq` holds in cache `cache` (Artifact.caches index).
+  using CacheRows = std::function<int64_t(uint32_t cache, int32_t seq)>;
+  /// The checks run() makes before anything runs, for a device that keeps
+  /// its own caches (PlanDevice.h): counts, ids within the embedding table,
+  /// positions below `maxPositions` (0: no limit; `limitReason` follows the
+  /// message), logit rows, and positions that continue each sequence.
+  /// Errors read "plan 'NAME'<where>: ...".
+  Status checkInputs(const PlanInputs &in, int64_t maxPositions,
+                     const CacheRows &rows, std::string_view where,
+                     std::string_view limitReason) const;
   /// Times the buffers were (re)allocated, for tests.
   int64_t bufferAllocations() const { return allocations_; }
 

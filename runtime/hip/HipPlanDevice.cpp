@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
 
 using namespace kiln;
 using namespace kiln::hip;
@@ -303,50 +302,15 @@ void HipPlanDevice::truncate(size_t cache, int32_t seq, int64_t length) {
 
 Status HipPlanDevice::checkInputs(const PlanRunner &plan, const PlanInputs &in,
                                   std::vector<int32_t> &slots) const {
-  auto bad = [&](const auto &...args) {
-    return makeError(StatusCode::InvalidArgument, "plan '", plan.name(),
-                     "' on ", name(), ": ", args...);
-  };
-  if (in.tokens < 1 || in.tokens > engine::kMaxPlanTokens)
-    return bad(in.tokens, " tokens, expected 1 to ", engine::kMaxPlanTokens);
-  if (in.logitCount < 0 || in.logitCount > engine::kMaxPlanTokens)
-    return bad(in.logitCount, " logit rows, expected 0 to ",
-               engine::kMaxPlanTokens);
-  if (!in.tokenIds || !in.seqIds || !in.positions ||
-      (in.logitCount > 0 && !in.logitRows))
-    return bad("token_ids, seq_ids, positions and logit_rows are required");
-  if (plan.hasHiddenInput() && !in.hiddenIn)
-    return bad("needs hidden_in [", in.tokens, ", ", plan.hiddenSize(), "]");
-  int64_t limit = plan.tokenLimit();
-  for (int64_t t = 0; t < in.tokens; ++t) {
-    if (limit > 0 && (in.tokenIds[t] < 0 || in.tokenIds[t] >= limit))
-      return bad("token_ids[", t, "] = ", in.tokenIds[t], ", expected 0 to ",
-                 limit - 1);
-    if (in.positions[t] < 0 || in.positions[t] >= capacity_)
-      return bad("positions[", t, "] = ", in.positions[t], ", expected 0 to ",
-                 capacity_ - 1, " (the device caches hold ", capacity_,
-                 " positions per sequence)");
-  }
-  for (int64_t r = 0; r < in.logitCount; ++r)
-    if (in.logitRows[r] < 0 || in.logitRows[r] >= in.tokens)
-      return bad("logit_rows[", r, "] = ", in.logitRows[r], ", expected 0 to ",
-                 in.tokens - 1);
+  KILN_RETURN_IF_ERROR(plan.checkInputs(
+      in, capacity_,
+      [&](uint32_t cache, int32_t seq) { return cacheRows(cache, seq); },
+      " on " + name(),
+      " (the device caches hold " + std::to_string(capacity_) +
+          " positions per sequence)"));
   slots.resize(size_t(in.tokens));
-  std::unordered_map<int32_t, int64_t> next;
   for (int64_t t = 0; t < in.tokens; ++t) {
     KILN_ASSIGN_OR_RETURN(slots[t], slotOf(in.seqIds[t], true));
-    if (plan.appendedCaches().empty())
-      continue;
-    int32_t seq = in.seqIds[t];
-    auto it = next.find(seq);
-    int64_t rows = it == next.end()
-                       ? lengths_[plan.appendedCaches()[0]][size_t(slots[t])]
-                       : it->second;
-    if (in.positions[t] > rows)
-      return bad("positions[", t, "] = ", in.positions[t], " for sequence ",
-                 seq, " skips past its length ", rows,
-                 " (positions must continue the sequence)");
-    next[seq] = std::max<int64_t>(rows, in.positions[t] + 1);
   }
   return Status::ok();
 }
@@ -361,7 +325,7 @@ Result<PlanOutputs> HipPlanDevice::run(const PlanRunner &plan,
   std::vector<int32_t> slots;
   KILN_RETURN_IF_ERROR(checkInputs(plan, in, slots));
   KILN_RETURN_IF_ERROR(reserve(plan, state, in.tokens, in.logitCount));
-  KILN_RETURN_IF_ERROR(execute(plan, state, in));
+  KILN_RETURN_IF_ERROR(execute(plan, state, in, slots));
   // The caches now hold the appended rows.
   for (uint32_t c : plan.appendedCaches())
     for (int64_t t = 0; t < in.tokens; ++t) {
@@ -381,17 +345,15 @@ Result<PlanOutputs> HipPlanDevice::run(const PlanRunner &plan,
 }
 
 Status HipPlanDevice::execute(const PlanRunner &plan, PlanState &state,
-                              const PlanInputs &in) {
+                              const PlanInputs &in,
+                              const std::vector<int32_t> &slots) {
   const auto &buffers = plan.buffers();
   auto upload = [&](uint32_t buffer, const void *host, size_t bytes) {
     return device_->copyToDevice(state.buffers[buffer], host, bytes);
   };
-  std::vector<int32_t> slotIds(size_t(in.tokens));
-  for (int64_t t = 0; t < in.tokens; ++t)
-    slotIds[t] = slotOf(in.seqIds[t], false).value();
   size_t tokenBytes = size_t(in.tokens) * 4;
   KILN_RETURN_IF_ERROR(upload(plan.tokenIdsBuffer(), in.tokenIds, tokenBytes));
-  KILN_RETURN_IF_ERROR(upload(plan.seqIdsBuffer(), slotIds.data(), tokenBytes));
+  KILN_RETURN_IF_ERROR(upload(plan.seqIdsBuffer(), slots.data(), tokenBytes));
   KILN_RETURN_IF_ERROR(
       upload(plan.positionsBuffer(), in.positions, tokenBytes));
   if (in.logitCount > 0)

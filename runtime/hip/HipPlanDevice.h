@@ -93,8 +93,10 @@ private:
                      const engine::PlanInputs &in,
                      std::vector<int32_t> &slots) const;
   Result<int32_t> slotOf(int32_t seq, bool create) const;
+  /// `slots`: the cache slot of each token (checkInputs).
   Status execute(const engine::PlanRunner &plan, PlanState &state,
-                 const engine::PlanInputs &in);
+                 const engine::PlanInputs &in,
+                 const std::vector<int32_t> &slots);
 
   engine::Model &model_;
   std::unique_ptr<HipDevice> device_;

@@ -29,33 +29,14 @@
 
 using namespace kiln;
 using namespace kiln::rocdl;
+using kiln::rocdl::test::gemmSpec;
+using kiln::rocdl::test::makeActivations;
 using kiln::rocdl::test::makeMxWeights;
+using kiln::rocdl::test::mxView;
 using kiln::rocdl::test::MxWeights;
+using kiln::rocdl::test::mxWeightValue;
 
 namespace {
-
-std::vector<float> makeActivations(int64_t rows, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> x(size_t(rows * k));
-  for (float &v : x)
-    v = dist(rng);
-  // A few rows with a large or tiny dynamic range.
-  if (rows > 2) {
-    for (int64_t i = 0; i < k; ++i) {
-      x[size_t(k + i)] *= 1000.0f;
-      x[size_t(2 * k + i)] *= 1e-3f;
-    }
-  }
-  return x;
-}
-
-float weightValue(const MxWeights &w, int64_t r, int64_t c) {
-  uint8_t byte = w.packed[size_t(r * w.k / 2 + c / 2)];
-  uint8_t code = (c % 2) ? byte >> 4 : byte & 0xF;
-  return cpu::e2m1ToFloat(code) *
-         cpu::e8m0ToFloat(w.scales[size_t(r * w.k / 32 + c / 32)]);
-}
 
 /// Exact reference over given activation values: checks the bound above.
 void expectExact(const std::vector<float> &y, const std::vector<double> &aEff,
@@ -66,7 +47,7 @@ void expectExact(const std::vector<float> &y, const std::vector<double> &aEff,
     for (int64_t c = 0; c < n; ++c) {
       double sum = 0, mag = 0;
       for (int64_t i = 0; i < k; ++i) {
-        double wv = mx ? weightValue(*mx, c, i) : wDense[size_t(c * k + i)];
+        double wv = mx ? mxWeightValue(*mx, c, i) : wDense[size_t(c * k + i)];
         double t = aEff[size_t(r * k + i)] * wv;
         sum += t;
         mag += std::fabs(t);
@@ -117,29 +98,6 @@ std::vector<double> bf16Values(const std::vector<float> &x) {
   for (size_t i = 0; i < x.size(); ++i)
     out[i] = cpu::bf16ToFloat(cpu::floatToBf16(x[i]));
   return out;
-}
-
-cpu::WeightView mxView(const MxWeights &w) {
-  cpu::WeightView v;
-  v.format = cpu::WeightFormat::MXFP4;
-  v.data = w.packed.data();
-  v.scales = w.scales.data();
-  v.rows = w.n;
-  v.cols = w.k;
-  return v;
-}
-
-KernelSpec gemmSpec(KernelKind kind, Chip chip, int64_t m, int64_t n,
-                    int64_t k) {
-  KernelSpec s;
-  s.kind = kind;
-  s.chip = chip;
-  s.m = m;
-  s.n = n;
-  s.k = k;
-  s.chooseTiling();
-  EXPECT_EQ(s.validate(), "");
-  return s;
 }
 
 struct Shape {

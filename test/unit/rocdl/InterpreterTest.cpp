@@ -40,8 +40,12 @@ using namespace kiln;
 using namespace kiln::rocdl;
 using interp::KernelArg;
 using interp::runKernel;
+using kiln::rocdl::test::gemmSpec;
+using kiln::rocdl::test::makeActivations;
 using kiln::rocdl::test::makeMxWeights;
+using kiln::rocdl::test::mxView;
 using kiln::rocdl::test::MxWeights;
+using kiln::rocdl::test::mxWeightValue;
 
 namespace {
 
@@ -62,29 +66,6 @@ std::vector<float> randomVec(size_t n, uint32_t seed, float sigma = 1.0f) {
 //===----------------------------------------------------------------------===//
 // GEMMs
 //===----------------------------------------------------------------------===//
-
-KernelSpec gemmSpec(KernelKind kind, Chip chip, int64_t m, int64_t n,
-                    int64_t k) {
-  KernelSpec s;
-  s.kind = kind;
-  s.chip = chip;
-  s.m = m;
-  s.n = n;
-  s.k = k;
-  s.chooseTiling();
-  EXPECT_EQ(s.validate(), "");
-  return s;
-}
-
-std::vector<float> makeActivations(int64_t rows, int64_t k, uint32_t seed) {
-  std::vector<float> x = randomVec(size_t(rows * k), seed);
-  if (rows > 2) // rows with a large and a tiny dynamic range
-    for (int64_t i = 0; i < k; ++i) {
-      x[size_t(k + i)] *= 1000.0f;
-      x[size_t(2 * k + i)] *= 1e-3f;
-    }
-  return x;
-}
 
 /// Activations as the gfx950 kernel quantizes them (Quark "even" MXFP4).
 std::vector<float> mxfp4Activations(const std::vector<float> &x, int64_t rows,
@@ -152,23 +133,6 @@ double maxScaledError(const std::vector<float> &y,
   return worst;
 }
 
-cpu::WeightView mxView(const MxWeights &w) {
-  cpu::WeightView v;
-  v.format = cpu::WeightFormat::MXFP4;
-  v.data = w.packed.data();
-  v.scales = w.scales.data();
-  v.rows = w.n;
-  v.cols = w.k;
-  return v;
-}
-
-float mxWeight(const MxWeights &w, int64_t r, int64_t c) {
-  uint8_t byte = w.packed[size_t(r * w.k / 2 + c / 2)];
-  uint8_t code = (c % 2) ? byte >> 4 : byte & 0xF;
-  return cpu::e2m1ToFloat(code) *
-         cpu::e8m0ToFloat(w.scales[size_t(r * w.k / 32 + c / 32)]);
-}
-
 std::string runMx(const KernelSpec &spec, std::vector<float> &x, int64_t rows,
                   ShuffledMxWeight &w, std::vector<float> &y) {
   return runKernel(spec, spec.grid(rows),
@@ -211,8 +175,9 @@ TEST_P(InterpMxGemm, MatchesRuntime) {
         fp4 ? mxfp4Activations(x, s.rows, s.k) : bf16Activations(x);
     std::vector<float> ref = runtimeGemm(a, s.rows, mxView(w));
     double scaled =
-        maxScaledError(y, ref, a, s.rows, s.n, s.k,
-                       [&](int64_t c, int64_t i) { return mxWeight(w, c, i); });
+        maxScaledError(y, ref, a, s.rows, s.n, s.k, [&](int64_t c, int64_t i) {
+          return mxWeightValue(w, c, i);
+        });
     report("mx_gemm_" + tag + "_max_err_vs_matched_runtime", scaled);
     EXPECT_LE(scaled, 1e-4);
     double raw = normalizedError(y, runtimeGemm(x, s.rows, mxView(w)));
