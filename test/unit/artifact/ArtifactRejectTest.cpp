@@ -353,4 +353,25 @@ TEST_F(ArtifactReject, GpuCopyOfTheWrongSize) {
                   "are 1000 + 512 bytes, expected 2048 + 512 (Mxfp4Gpu)"});
 }
 
+TEST_F(ArtifactReject, GpuLaunchWorkgroupSize) {
+  SampleOptions options;
+  options.gpu = true;
+  options.launchArg = 0 * 8 + 2;
+  options.launchWorkgroupSize = 2048;
+  write(options);
+  expectRejected(StatusCode::InvalidArgument,
+                 {"launches[0]: workgroup_size 2048, expected 1 to 1024"});
+}
+
+TEST_F(ArtifactReject, GpuCopyWithTheWrongLayout) {
+  SampleOptions options;
+  options.gpu = true;
+  options.launchArg = 0 * 8 + 2;
+  options.gpuLayout = fb::WeightLayout::Mxfp4;
+  write(options);
+  expectRejected(StatusCode::InvalidArgument,
+                 {"a GPU copy needs an Mxfp4 weight with gpu_layout Mxfp4Gpu",
+                  "gpu_layout Mxfp4"});
+}
+
 } // namespace

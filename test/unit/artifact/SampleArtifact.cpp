@@ -114,7 +114,7 @@ Status writeSample(const std::string &path, const SampleOptions &options) {
           &expertShape, &experts,
           options.writeMxfp4Scales ? &expertScales : nullptr,
           "bf16->mxfp4(even)",
-          options.gpu ? fb::WeightLayout::Mxfp4Gpu : fb::WeightLayout::Dense,
+          options.gpu ? options.gpuLayout : fb::WeightLayout::Dense,
           options.gpu ? &gpuCopy : nullptr, options.gpu ? &gpuScales : nullptr),
       fb::CreateWeightDirect(fbb, WQ, fb::WeightLayout::Fp8Block128,
                              fb::DType::F8E4M3, &wqShape, &wq, &wqScales,
@@ -128,7 +128,8 @@ Status writeSample(const std::string &path, const SampleOptions &options) {
                          div = {1, options.gridDiv, 1};
     std::vector<uint32_t> args = {0 * 8 + 0, 1 * 8 + 1, options.launchArg, 3};
     std::vector<Offset<fb::GpuLaunch>> launches = {fb::CreateGpuLaunchDirect(
-        fbb, "kiln_embed_gfx950", 256, 0, &mul, &add, &div, nullptr, &args)};
+        fbb, "kiln_embed_gfx950", options.launchWorkgroupSize, 0, &mul, &add,
+        &div, nullptr, &args)};
     std::vector<fb::GpuScratch> scratch = {fb::GpuScratch(64, 0, 0)};
     symbols.push_back(
         fb::CreateKernelSymbolDirect(fbb, "gfx950", "kiln_embed_gfx950", 1,

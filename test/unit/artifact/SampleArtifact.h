@@ -38,6 +38,8 @@ struct SampleOptions {
   uint32_t launchArg = 2 * 8 + 2; // scratch 2 (the launch declares 1)
   uint64_t gpuCopyBytes = 2 * 1 * 1 * 64 * 16; // 2 experts, [8, 64]
   uint64_t gpuScaleBytes = 2 * 1 * 1 * 64 * 4;
+  fb::WeightLayout gpuLayout = fb::WeightLayout::Mxfp4Gpu;
+  uint32_t launchWorkgroupSize = 256;
 };
 
 /// Names and sizes of the sample's segments, in write order.

@@ -4,6 +4,7 @@
 
 #include "runtime/artifact/ArtifactWriter.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -142,6 +143,24 @@ Offset<fb::Tokenizer> buildTokenizer(FlatBufferBuilder &fbb) {
   return fb::CreateTokenizer(fbb, v, mg, pattern, behavior, false, false, a);
 }
 
+/// A kernel table entry, with a gfx950 launch when the model asks for one.
+Offset<fb::Kernel> gpuKernel(FlatBufferBuilder &fbb, const TinyModel &model,
+                             const std::string &name) {
+  if (model.gpuCode.empty() ||
+      std::find(model.gpuKernels.begin(), model.gpuKernels.end(), name) ==
+          model.gpuKernels.end())
+    return fb::CreateKernelDirect(fbb, name.c_str());
+  std::string symbol = "kiln_test_" + name + "_gfx950";
+  std::vector<int64_t> mul = {1, 0, 0}, add = {0, 1, 1}, div = {1, 1, 1};
+  std::vector<int32_t> rowsOf = {-1, -1, -1};
+  std::vector<uint32_t> args = {0, 3}; // dispatch arg 0's data, R
+  std::vector<Offset<fb::GpuLaunch>> launches = {fb::CreateGpuLaunchDirect(
+      fbb, symbol.c_str(), 64, 0, &mul, &add, &div, &rowsOf, &args)};
+  std::vector<Offset<fb::KernelSymbol>> symbols = {fb::CreateKernelSymbolDirect(
+      fbb, "gfx950", symbol.c_str(), 0, nullptr, 0, &launches)};
+  return fb::CreateKernelDirect(fbb, name.c_str(), &symbols);
+}
+
 } // namespace
 
 Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
@@ -157,6 +176,11 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
           s, writer->writeSegment(w.scales.data(), w.scales.size()));
     }
     scales.push_back(s);
+  }
+  fb::Extent gpuCode{};
+  if (!model.gpuCode.empty()) {
+    KILN_ASSIGN_OR_RETURN(gpuCode, writer->writeSegment(model.gpuCode.data(),
+                                                        model.gpuCode.size()));
   }
 
   FlatBufferBuilder fbb;
@@ -184,7 +208,7 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
       auto [it, inserted] =
           kernelIndex.emplace(d.kernel, uint32_t(kernels.size()));
       if (inserted)
-        kernels.push_back(fb::CreateKernelDirect(fbb, d.kernel.c_str()));
+        kernels.push_back(gpuKernel(fbb, model, d.kernel));
       dispatches.push_back(fb::CreateDispatchDirect(
           fbb, it->second, &d.args, &d.ints, &d.floats, d.location.c_str()));
     }
@@ -202,9 +226,16 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
     files.push_back(fbb.CreateString(name));
   std::vector<Offset<flatbuffers::String>> targets = {
       fbb.CreateString("x86_64")};
-  fbb.Finish(fb::CreateArtifactDirect(fbb, "engine-test", &targets, &files,
-                                      config, tokenizer, &weights, &caches,
-                                      &kernels, nullptr, &plans),
+  std::vector<Offset<fb::CodeObject>> codeObjects;
+  if (!model.gpuCode.empty()) {
+    targets.push_back(fbb.CreateString("gfx950"));
+    codeObjects.push_back(fb::CreateCodeObjectDirect(
+        fbb, "gfx950", "amdgcn-amd-amdhsa--gfx950", &gpuCode));
+  }
+  fbb.Finish(fb::CreateArtifactDirect(
+                 fbb, "engine-test", &targets, &files, config, tokenizer,
+                 &weights, &caches, &kernels,
+                 codeObjects.empty() ? nullptr : &codeObjects, &plans),
              fb::ArtifactIdentifier());
   return writer->finish(fbb);
 }

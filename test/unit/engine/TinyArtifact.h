@@ -72,6 +72,12 @@ struct TinyModel {
   std::vector<TinyWeight> weights;
   std::vector<TinyCache> caches;
   std::vector<TinyPlan> plans;
+  /// When not empty: a "gfx950" code object holding these bytes, and for
+  /// each kernel named in gpuKernels a gfx950 symbol with one launch
+  /// "kiln_test_<kernel>_gfx950": grid (R, 1, 1), 64 threads, arguments
+  /// dispatch arg 0's data and the i32 row count.
+  std::vector<uint8_t> gpuCode;
+  std::vector<std::string> gpuKernels;
 };
 
 inline fb::Arg B(uint32_t i) { return fb::Arg(fb::ArgKind::Buffer, i); }

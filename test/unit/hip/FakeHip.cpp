@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "test/unit/hip/FakeHip.h"
 #include "runtime/hip/HipApi.h"
 
 #include <cstdint>
@@ -23,13 +24,6 @@ using kiln::hip::hipStream_t;
 
 extern "C" {
 
-struct FakeLaunch {
-  unsigned grid[3], block[3], shared;
-  int hasStream;
-  size_t argBytes;
-  unsigned char args[256];
-  int launches;
-};
 __attribute__((visibility("default"))) FakeLaunch kiln_fake_hip_last_launch;
 
 static int deviceCount() {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/hip/HipDevice.h"
+#include "test/unit/hip/FakeHip.h"
 
 #include <gtest/gtest.h>
 
@@ -18,14 +19,6 @@ using namespace kiln;
 using namespace kiln::hip;
 
 namespace {
-
-struct FakeLaunch {
-  unsigned grid[3], block[3], shared;
-  int hasStream;
-  size_t argBytes;
-  unsigned char args[256];
-  int launches;
-};
 
 HipDeviceOptions fake(const char *path = KILN_FAKE_HIP) {
   HipDeviceOptions options;
