@@ -56,9 +56,12 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
 
   int threads = options.threads;
   if (threads == 0)
-    threads = int(std::clamp(std::thread::hardware_concurrency(), 1u,
-                             unsigned(kMaxThreads)));
-  model->pool_ = std::make_unique<cpu::ThreadPool>(threads);
+    threads = int(std::clamp(cpu::availableCpus(), 1, kMaxThreads));
+  cpu::PoolOptions poolOptions;
+  poolOptions.pinThreads = options.pinThreads;
+  model->pool_ = std::make_unique<cpu::ThreadPool>(threads, poolOptions);
+  if (!model->pool_->pinError().empty())
+    return makeError(StatusCode::InvalidArgument, model->pool_->pinError());
 
   uint32_t nWeights = meta.weights() ? meta.weights()->size() : 0;
   model->weights_.resize(nWeights);

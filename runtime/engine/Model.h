@@ -39,8 +39,10 @@
 namespace kiln::engine {
 
 struct LoadOptions {
-  /// Kernel threads; 0 = the machine's hardware threads.
+  /// Kernel threads; 0 = the CPUs this process may run on.
   int threads = 0;
+  /// Pin each kernel thread to one CPU (`--cpu-affinity`).
+  bool pinThreads = false;
   /// Check every segment's CRC32C at load (reads the whole model once).
   bool verifyChecksums = true;
   /// Rows per KV-cache page.

@@ -55,6 +55,7 @@ struct Options {
   int64_t promptTokens = 128;
   int64_t decodeTokens = 32;
   bool membw = false;
+  bool pinThreads = false;
   int spec = 0;
   std::string device = "cpu";
   std::string results;
@@ -66,7 +67,8 @@ struct Options {
   std::fprintf(stderr,
                "kiln-bench: %s\nusage: kiln-bench MODEL.kiln [--threads N,...] "
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
-               "[--membw] [--spec K] [--device cpu|hip] [--results FILE] "
+               "[--membw] [--spec K] [--device cpu|hip] [--cpu-affinity] "
+               "[--results FILE] "
                "[--label TEXT]\n       "
                "kiln-bench "
                "--membw [--threads N,...]\n",
@@ -128,6 +130,8 @@ Options parse(int argc, char **argv) {
       o.spec = parseList<int>(a, value(), 0, 16)[0];
     else if (a == "--membw")
       o.membw = true;
+    else if (a == "--cpu-affinity")
+      o.pinThreads = true;
     else if (a == "--device") {
       o.device = value();
       if (o.device != "cpu" && o.device != "hip")
@@ -376,6 +380,7 @@ int main(int argc, char **argv) {
     }
     engine::LoadOptions lo;
     lo.threads = threads;
+    lo.pinThreads = o.pinThreads;
     auto loaded = engine::Model::load(o.model, lo);
     if (!loaded.isOk())
       return fail(loaded.status());

@@ -79,7 +79,9 @@ Common:
   --gpu-target CHIP         hip: use the artifact's code object for CHIP
                             (gfx950, gfx942; default: the first the GPU
                             loads)
-  --threads N               kernel threads (default: all hardware threads)
+  --threads N               kernel threads (default: the CPUs this process
+                            may run on)
+  --cpu-affinity            pin each kernel thread to one CPU
   --output-format FORMAT    text (default) or json
   --no-verify               skip the segment checksums at load
   -h, --help                this help
@@ -97,6 +99,7 @@ struct Options {
   bool noThink = false;
   SamplingParams sampling;
   int64_t threads = 0;
+  bool pinThreads = false;
   bool json = false;
   std::string dumpLogits;
   std::string perplexityFile;
@@ -209,6 +212,8 @@ Options parseArgs(int argc, char **argv) {
       o.sampling.seed = parseSeed(arg, next());
     } else if (arg == "--threads" || arg == "-t") {
       o.threads = parseInt(arg, next(), 0, kMaxThreads);
+    } else if (arg == "--cpu-affinity") {
+      o.pinThreads = true;
     } else if (arg == "--device") {
       o.device = next();
       if (o.device != "cpu" && o.device != "hip")
@@ -523,6 +528,7 @@ int main(int argc, char **argv) {
   try {
     LoadOptions load;
     load.threads = int(o.threads);
+    load.pinThreads = o.pinThreads;
     load.verifyChecksums = o.verify;
     std::unique_ptr<Model> model = orFail(Model::load(o.model, load));
     if (o.device == "hip") {
