@@ -175,11 +175,38 @@ GLM5_WIDTH = {
     "vocab_size": 154880,
 }
 
+# A memory-bound model for benchmarks that must finish in minutes on 2 cores: GLM-5's MLA and indexer head
+# sizes and top-k, 64 experts top-8 at hidden 2048, 8 layers (1 dense), the tiny fixtures' vocab and tokenizer.
+GLM5_MID = {
+    "first_k_dense_replace": 1,
+    "hidden_size": 2048,
+    "index_head_dim": 128,
+    "index_n_heads": 32,
+    "index_topk": 2048,
+    "index_topk_freq": 4,
+    "index_skip_topk_offset": 3,
+    "intermediate_size": 4096,
+    "kv_lora_rank": 512,
+    "max_position_embeddings": 32768,
+    "moe_intermediate_size": 768,
+    "n_routed_experts": 64,
+    "n_shared_experts": 1,
+    "num_attention_heads": 16,
+    "num_experts_per_tok": 8,
+    "num_hidden_layers": 8,
+    "num_key_value_heads": 16,
+    "q_lora_rank": 1024,
+    "qk_nope_head_dim": 192,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 256,
+}
+
 # name -> (base config, overrides, defaults for options the preset implies)
 PRESETS = {
     "tiny": (GLM5_TINY, {}, {"form": "bf16", "direct_mxfp4": False, "quantize_mtp": False}),
     "tiny-glm45": (GLM45_TINY, {}, {"form": "bf16", "direct_mxfp4": False, "quantize_mtp": False}),
     "glm5-width": (GLM5_TINY, GLM5_WIDTH, {"form": "mxfp4", "direct_mxfp4": True, "quantize_mtp": True}),
+    "mid": (GLM5_TINY, GLM5_MID, {"form": "bf16", "direct_mxfp4": True, "quantize_mtp": True}),
 }
 
 GENERATION_CONFIG = {
@@ -750,6 +777,7 @@ examples:
   gen_checkpoint.py --out /tmp/g45 --preset tiny-glm45 --set num_hidden_layers=5 --set use_qk_norm=false
   gen_checkpoint.py --out /tmp/wide --preset glm5-width               # 20.5 GB (MTP experts MXFP4), ~2 min
   gen_checkpoint.py --out /tmp/wide --preset glm5-width --no-mtp      # 14.8 GB
+  gen_checkpoint.py --out /tmp/mid --preset mid [--form mxfp4]       # memory-bound benchmark model
   gen_checkpoint.py --out /tmp/g5 --preset tiny --set rope_parameters.rope_theta=1e6
 
 Same --seed and --set values give the same BF16 model in every form, so a quantized output can be checked
@@ -764,7 +792,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--preset", choices=sorted(PRESETS), default="tiny",
                     help="sizes and family: tiny (glm_moe_dsa like fixtures/glm5-tiny-dev), tiny-glm45 "
                          "(glm4_moe like fixtures/glm45-tiny-random), glm5-width (GLM-5 widths, 2 MoE layers, "
-                         "vocab 154880; defaults to --form mxfp4 --direct-mxfp4 --quantize-mtp). Default: tiny")
+                         "vocab 154880; defaults to --form mxfp4 --direct-mxfp4 --quantize-mtp), mid (memory-bound benchmark model: "
+                         "hidden 2048, 8 layers, 64 experts top-8, GLM-5 MLA/indexer heads; ~5 GB BF16). "
+                         "Default: tiny")
     ap.add_argument("--form", choices=["bf16", "fp8", "mxfp4", "mxfp4-routedonly"],
                     help="weight format (default: the preset's, bf16 except glm5-width)")
     ap.add_argument("--direct-mxfp4", action=argparse.BooleanOptionalAction, default=None,
