@@ -115,6 +115,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   ctx.pool = model->pool_.get();
   ctx.workspace = &model->workspace_;
   ctx.arena = &model->arena_;
+  ctx.profile = &model->profile_;
   ctx.maxPositions = info.maxPositions;
   uint32_t nPlans = meta.plans() ? meta.plans()->size() : 0;
   for (uint32_t i = 0; i < nPlans; ++i) {

@@ -98,6 +98,8 @@ public:
   }
   int threads() const { return pool_->size(); }
   cpu::ThreadPool &pool() { return *pool_; }
+  /// Time per kernel kind of the CPU plans (off until enabled).
+  StepProfile &profile() { return profile_; }
 
   bool hasPlan(std::string_view name) const { return findPlan(name); }
   /// The validated plan, or null.
@@ -145,6 +147,7 @@ private:
   std::vector<std::string> cacheOwners_;
   cpu::Workspace workspace_;
   cpu::Arena arena_;
+  StepProfile profile_;
   std::unique_ptr<HostKernels> hostKernels_;
   std::vector<std::unique_ptr<PlanRunner>> plans_;
   std::vector<bool> sequenceUsed_;

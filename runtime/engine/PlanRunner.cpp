@@ -13,6 +13,7 @@
 #include "runtime/cpu/attention/KvCache.h"
 #include "runtime/engine/HostKernels.h"
 
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <unordered_map>
@@ -182,8 +183,17 @@ Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
   }
 
   ctx_.arena->reset();
+  StepProfile *profile =
+      ctx_.profile && ctx_.profile->enabled ? ctx_.profile : nullptr;
   for (const Step &step : steps_) {
+    std::chrono::steady_clock::time_point t0;
+    if (profile)
+      t0 = std::chrono::steady_clock::now();
     Status s = execute(step);
+    if (profile)
+      profile->add(step.kernel, std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - t0)
+                                    .count());
     if (!s.isOk()) {
       for (const auto &[seq, lengths] : before)
         for (size_t i = 0; i < appended_.size(); ++i)

@@ -30,6 +30,7 @@
 #include "runtime/cpu/attention/Rope.h"
 #include "runtime/cpu/attention/Workspace.h"
 #include "runtime/engine/KernelAbi.h"
+#include "runtime/engine/StepProfile.h"
 #include "runtime/engine/Weights.h"
 #include "runtime/support/Status.h"
 
@@ -77,6 +78,8 @@ struct ExecContext {
   int64_t maxPositions = 0;
   /// Compiled kernels from the artifact (HostKernels.h); null: built-ins.
   const HostKernels *host = nullptr;
+  /// Time per kernel kind, when enabled; may be null.
+  StepProfile *profile = nullptr;
 };
 
 /// Limits on one call.

@@ -9,13 +9,13 @@
 // tok/s at each batch size (each sequence with a --prompt-tokens context),
 // and the achieved weight bandwidth: the bytes of weights one decode step
 // reads (WeightTraffic.h) over its time. `--membw` measures this machine's
-// copy bandwidth in the same run (STREAM convention: 2 x bytes copied per
-// second), so the two can be compared. Each row is also appended, as a
-// Markdown table row, to --results (default bench/RESULTS.md when it exists).
-// With --spec K it also generates D tokens greedily from a fixed code prompt
-// with and without speculation and reports both tok/s, the mean accepted
-// drafts per round, the acceptance by position, and the speed-up the
-// acceptance predicts from the measured step costs.
+// read bandwidth (the decode floor; the fraction column) and its STREAM copy
+// bandwidth in the same run (MemoryBandwidth.h), so the two can be compared.
+// Each row is also appended, as a Markdown table row, to --results (default
+// bench/RESULTS.md when it exists). With --spec K it also generates D tokens
+// greedily from a fixed code prompt with and without speculation and reports
+// both tok/s, the mean accepted drafts per round, the acceptance by position,
+// and the speed-up the acceptance predicts from the measured step costs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +24,7 @@
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
+#include "tools/kiln-bench/MemoryBandwidth.h"
 #include "tools/kiln-bench/WeightTraffic.h"
 
 #include <algorithm>
@@ -56,6 +57,7 @@ struct Options {
   int64_t decodeTokens = 32;
   bool membw = false;
   bool pinThreads = false;
+  bool profile = false;
   int spec = 0;
   std::string device = "cpu";
   std::string results;
@@ -63,12 +65,62 @@ struct Options {
   std::string command;
 };
 
+const char *const kHelp = R"(usage: kiln-bench MODEL.kiln [options]
+       kiln-bench --membw [--threads N,...]
+
+Prefill and decode speed of a Kiln artifact on this machine.
+
+  --threads N,...       kernel threads, each measured in turn (default 1)
+  --batch B,...         decode batch sizes (default 1)
+  --prompt-tokens P     prefill length, and the context decode starts at
+                        (default 128)
+  --decode-tokens D     decode steps measured per batch size (default 32)
+  --membw               measure the machine's read (the decode floor) and
+                        copy bandwidth in the same run
+  --spec K              greedy decoding with K MTP drafts per round vs none
+  --profile             time per kernel kind of the prefill and decode steps
+  --cpu-affinity        pin each kernel thread to one CPU
+  --device cpu|hip      where the plans run (default cpu)
+  --results FILE        append a Markdown table (default bench/RESULTS.md
+                        when it exists; /dev/null for none)
+  --label TEXT          the table's title
+  -h, --help            this help
+)";
+
+/// Prints the time per kernel kind that `model` collected over `steps`
+/// plan runs that took `seconds` in all, most expensive first.
+void printProfile(engine::Model &model, const std::string &what, int64_t steps,
+                  double seconds) {
+  const engine::StepProfile &p = model.profile();
+  std::vector<size_t> order;
+  double total = 0;
+  for (size_t k = 0; k < p.kKinds; ++k)
+    if (p.calls[k] > 0) {
+      order.push_back(k);
+      total += p.seconds[k];
+    }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return p.seconds[a] > p.seconds[b]; });
+  std::printf("  profile of %s: %.1f us per step, %.1f us in dispatches "
+              "(%.0f%%)\n",
+              what.c_str(), seconds / double(steps) * 1e6,
+              total / double(steps) * 1e6, 100 * total / seconds);
+  std::printf("    %-16s %10s %12s %7s\n", "kernel", "calls/step", "us/step",
+              "share");
+  for (size_t k : order)
+    std::printf("    %-16s %10.1f %12.1f %6.1f%%\n",
+                std::string(abi::kKernelNames[k]).c_str(),
+                double(p.calls[k]) / double(steps),
+                p.seconds[k] / double(steps) * 1e6,
+                100 * p.seconds[k] / seconds);
+}
+
 [[noreturn]] void usage(const std::string &message) {
   std::fprintf(stderr,
                "kiln-bench: %s\nusage: kiln-bench MODEL.kiln [--threads N,...] "
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
                "[--membw] [--spec K] [--device cpu|hip] [--cpu-affinity] "
-               "[--results FILE] "
+               "[--profile] [--results FILE] "
                "[--label TEXT]\n       "
                "kiln-bench "
                "--membw [--threads N,...]\n",
@@ -132,7 +184,12 @@ Options parse(int argc, char **argv) {
       o.membw = true;
     else if (a == "--cpu-affinity")
       o.pinThreads = true;
-    else if (a == "--device") {
+    else if (a == "--profile")
+      o.profile = true;
+    else if (a == "--help" || a == "-h") {
+      std::printf("%s", kHelp);
+      std::exit(0);
+    } else if (a == "--device") {
       o.device = value();
       if (o.device != "cpu" && o.device != "hip")
         usage("--device: '" + o.device + "', expected cpu or hip");
@@ -175,30 +232,6 @@ std::string today() {
   return buf;
 }
 
-/// STREAM-style copy bandwidth over 1 GiB with `threads` threads.
-double copyBandwidth(int threads) {
-  const size_t bytes = size_t(1) << 30;
-  std::unique_ptr<char[]> src(new char[bytes]), dst(new char[bytes]);
-  cpu::ThreadPool pool(threads);
-  auto pass = [&] {
-    pool.parallelFor(
-        int64_t(bytes),
-        [&](int64_t b, int64_t e, int) {
-          std::memcpy(dst.get() + b, src.get() + b, size_t(e - b));
-        },
-        int64_t(1) << 20);
-  };
-  std::memset(src.get(), 1, bytes); // fault in
-  pass();
-  double best = 0;
-  for (int r = 0; r < 5; ++r) {
-    double t0 = now();
-    pass();
-    best = std::max(best, 2.0 * double(bytes) / (now() - t0));
-  }
-  return best / 1e9;
-}
-
 struct Row {
   std::string what;
   int threads;
@@ -218,7 +251,7 @@ void appendResults(const Options &o, const std::vector<Row> &rows) {
   out << "\n### " << today() << " kiln-bench" << (o.label.empty() ? "" : " — ")
       << o.label << "\n\nCommand: `" << o.command
       << "`  \nMachine: " << cpuName()
-      << "\n\n| what | threads | batch | tok/s | ms/step | weight GB/s | copy "
+      << "\n\n| what | threads | batch | tok/s | ms/step | weight GB/s | read "
          "GB/s "
          "| fraction |\n|---|---|---|---|---|---|---|---|\n";
   char line[256];
@@ -371,13 +404,21 @@ int main(int argc, char **argv) {
   Options o = parse(argc, argv);
   std::vector<Row> rows;
   for (int threads : o.threads) {
-    double membw = o.membw ? copyBandwidth(threads) : 0;
-    if (o.membw)
-      std::printf("copy bandwidth, %d thread(s): %.2f GB/s\n", threads, membw);
-    if (o.model.empty()) {
-      rows.push_back({"copy (memcpy 1 GiB)", threads, 0, 0, 0, 0, membw});
-      continue;
+    double membw = 0;
+    if (o.membw) {
+      cpu::PoolOptions po;
+      po.pinThreads = o.pinThreads;
+      cpu::ThreadPool pool(threads, po);
+      bench::Bandwidth bw = bench::measureBandwidth(pool);
+      membw = bw.readGBs;
+      std::printf("memory bandwidth, %d thread(s): read %.2f GB/s, copy %.2f "
+                  "GB/s\n",
+                  threads, bw.readGBs, bw.copyGBs);
+      if (o.model.empty())
+        rows.push_back({"read (1 GiB)", threads, 0, 0, 0, 0, bw.readGBs});
     }
+    if (o.model.empty())
+      continue;
     engine::LoadOptions lo;
     lo.threads = threads;
     lo.pinThreads = o.pinThreads;
@@ -414,12 +455,15 @@ int main(int argc, char **argv) {
         ids[i] = token(rng);
         pos[i] = int32_t(i);
       }
+      model.profile().reset();
+      model.profile().enabled = o.profile;
       double t0 = now();
       Status s = step(model, engine::kPrefillPlan, ids, seqs, pos,
                       {int32_t(ids.size() - 1)});
       if (!s.isOk())
         return fail(s);
       double dt = now() - t0;
+      model.profile().enabled = false;
       model.closeSequence(*seq);
       rows.push_back({"prefill " + std::to_string(o.promptTokens) + " tokens",
                       threads, 1, double(o.promptTokens) / dt, dt * 1e3, 0,
@@ -427,6 +471,8 @@ int main(int argc, char **argv) {
       std::printf("prefill %lld tokens, %d thread(s): %.1f tok/s\n",
                   (long long)o.promptTokens, threads,
                   double(o.promptTokens) / dt);
+      if (o.profile)
+        printProfile(model, "prefill", 1, dt);
     }
     // Decode at each batch size.
     for (int64_t batch : o.batches) {
@@ -452,6 +498,8 @@ int main(int argc, char **argv) {
       for (int64_t b = 0; b < batch; ++b)
         logitRows[size_t(b)] = int32_t(b);
       double best = 1e30, total = 0;
+      model.profile().reset();
+      model.profile().enabled = o.profile;
       for (int64_t t = 0; t < o.decodeTokens; ++t) {
         for (int64_t b = 0; b < batch; ++b) {
           ids[size_t(b)] = token(rng);
@@ -466,6 +514,7 @@ int main(int argc, char **argv) {
         best = std::min(best, dt);
         total += dt;
       }
+      model.profile().enabled = false;
       for (int32_t s : seqIds)
         model.closeSequence(s);
       double mean = total / double(o.decodeTokens);
@@ -479,9 +528,12 @@ int main(int argc, char **argv) {
                   (long long)batch, threads, mean * 1e3, best * 1e3,
                   double(batch) / mean, bytes / 1e9, gbps,
                   membw > 0 ? (" (" + std::to_string(int(100 * gbps / membw)) +
-                               "% of copy bandwidth)")
+                               "% of read bandwidth)")
                                   .c_str()
                             : "");
+      if (o.profile)
+        printProfile(model, "decode batch " + std::to_string(batch),
+                     o.decodeTokens, total);
     }
   }
   appendResults(o, rows);
