@@ -72,7 +72,7 @@ KILN_AVX512_INLINE __m512 bf16x16(__m256i h) {
 
 struct DecBF16 {
   static constexpr int kGemvRows = 8;
-  static constexpr bool kPrefetch = false;
+  static constexpr bool kPrefetch = true;
   static constexpr bool kPacked = false;
   const WeightView &w;
   struct Row {

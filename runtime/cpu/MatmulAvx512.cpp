@@ -31,6 +31,9 @@ using namespace kiln::cpu::avx512;
 
 namespace {
 
+/// How many row groups ahead the GEMV prefetches (see gemvRows).
+constexpr int kPrefetchGroups = 2;
+
 KILN_AVX512_INLINE void store(const MatmulRows &io, int64_t t, int64_t n,
                               __m512 acc) {
   float sum = treeSum(acc);
@@ -80,7 +83,8 @@ KILN_AVX512 void gemvRows(const Dec &dec, const float *const *x,
   // Compressed formats spend enough time decoding that the hardware
   // prefetchers fall behind: fetch the next group of rows into L2 at the
   // pace this group is read (rows are contiguous: one linear stream).
-  const char *prefetch = static_cast<const char *>(dec.rowBytes(n + R));
+  const char *prefetch =
+      static_cast<const char *>(dec.rowBytes(n + kPrefetchGroups * R));
   const int64_t prefetchStep = Dec::kPrefetch ? R * dec.bytesPer32() : 0;
 
   int64_t k = 0;

@@ -95,6 +95,16 @@ int defaultSpinMicros(int threads, int cpus) {
   return threads > cpus ? 20 : ThreadPool::kDefaultSpinMicros;
 }
 
+/// Chunks per thread: enough that a late thread's share is picked up by the
+/// others, few enough that claiming them costs little.
+constexpr int64_t kChunksPerThread = 2;
+/// The claim word holds chunk counts in 16 bits.
+constexpr int64_t kMaxChunks = 0xffff;
+
+uint64_t packClaim(uint32_t generation, int64_t chunks, int64_t next) {
+  return uint64_t(generation) << 32 | uint64_t(chunks) << 16 | uint64_t(next);
+}
+
 void chunkOf(int64_t n, int64_t grain, int parts, int index, int64_t &begin,
              int64_t &end) {
   int64_t units = (n + grain - 1) / grain;
@@ -146,7 +156,7 @@ void ThreadPool::pin(int index) {
 }
 
 ThreadPool::~ThreadPool() {
-  stop_ = true;
+  stop_.store(true, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_seq_cst);
   futexWakeAll(generation_);
   for (auto &t : workers_)
@@ -166,34 +176,63 @@ void ThreadPool::parallelFor(
   if (n <= 0)
     return;
   grain = std::max<int64_t>(1, grain);
-  if (threads_ == 1 || n <= grain) {
+  const int64_t units = (n + grain - 1) / grain;
+  if (threads_ == 1 || units == 1) {
     fn(0, n, 0);
     return;
   }
+  const int64_t chunks = std::min<int64_t>(
+      {units, int64_t(threads_) * kChunksPerThread, kMaxChunks});
   task_ = &fn;
   n_ = n;
   grain_ = grain;
-  pending_.store(threads_ - 1, std::memory_order_relaxed);
-  // Publishes the fields above to every worker that sees the new value.
-  generation_.fetch_add(1, std::memory_order_seq_cst);
+  finished_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  // Publishes the fields above to every thread that claims a chunk.
+  claim_.store(packClaim(generation, chunks, 0), std::memory_order_seq_cst);
+  generation_.store(generation, std::memory_order_seq_cst);
   if (sleepingWorkers_.load(std::memory_order_seq_cst) > 0)
     futexWakeAll(generation_);
 
-  int64_t begin, end;
-  chunkOf(n, grain, threads_, 0, begin, end);
-  if (begin < end)
-    fn(begin, end, 0);
+  runChunks(generation, 0);
 
-  auto allDone = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  auto allDone = [&] {
+    return finished_.load(std::memory_order_acquire) == int32_t(chunks);
+  };
   const bool oversubscribed = threads_ > int(cpus_.size());
   while (!spinUntil(spinMicros_, oversubscribed, allDone)) {
     callerSleeping_.store(1, std::memory_order_seq_cst);
-    int32_t left = pending_.load(std::memory_order_seq_cst);
-    if (left != 0)
-      futexWait(pending_, left);
+    int32_t done = finished_.load(std::memory_order_seq_cst);
+    if (done != int32_t(chunks))
+      futexWait(finished_, done);
     callerSleeping_.store(0, std::memory_order_relaxed);
   }
   task_ = nullptr;
+}
+
+void ThreadPool::runChunks(uint32_t generation, int worker) {
+  uint64_t claim = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (uint32_t(claim >> 32) != generation)
+      return;
+    const int64_t chunks = int64_t((claim >> 16) & 0xffff);
+    const int64_t next = int64_t(claim & 0xffff);
+    if (next >= chunks)
+      return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1,
+                                      std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+      continue;
+    int64_t begin, end;
+    chunkOf(n_, grain_, int(chunks), int(next), begin, end);
+    if (begin < end)
+      (*task_)(begin, end, worker);
+    if (finished_.fetch_add(1, std::memory_order_seq_cst) + 1 ==
+            int32_t(chunks) &&
+        callerSleeping_.load(std::memory_order_seq_cst))
+      futexWakeAll(finished_);
+    claim = claim_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::workerLoop(int index) {
@@ -210,14 +249,8 @@ void ThreadPool::workerLoop(int index) {
       sleepingWorkers_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = generation_.load(std::memory_order_acquire);
-    if (stop_)
+    if (stop_.load(std::memory_order_acquire))
       return;
-    int64_t begin, end;
-    chunkOf(n_, grain_, threads_, index, begin, end);
-    if (begin < end)
-      (*task_)(begin, end, index);
-    if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-        callerSleeping_.load(std::memory_order_seq_cst))
-      futexWakeAll(pending_);
+    runChunks(seen, index);
   }
 }

@@ -6,10 +6,16 @@
 // A dispatch costs about a microsecond, not two futex round-trips: the caller
 // publishes the task and bumps an atomic generation counter; workers spin on
 // that counter for a bounded time (`PoolOptions::spinMicros`) before they
-// sleep on it, and the caller spins on a countdown of the workers still
-// running. A thread sleeps only after a spin budget passes with nothing to do,
-// and is woken only when some thread is known to sleep, so back-to-back
-// dispatches (a plan step has hundreds) never enter the kernel.
+// sleep on it. A thread sleeps only after a spin budget passes with nothing
+// to do, and is woken only when some thread is known to sleep, so
+// back-to-back dispatches (a plan step has hundreds) never enter the kernel.
+//
+// The range is cut into a few chunks per thread that threads claim from a
+// counter tagged with the generation, and the caller waits for the chunks,
+// not for the workers: a worker that the OS has not scheduled (a busy
+// machine, more threads than CPUs) costs its share of the speed, never a
+// stall. Which thread runs a chunk does not change its result: callers use
+// the worker index only to pick scratch space.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,17 +81,23 @@ private:
   bool callerPinned_ = false;
   std::vector<std::thread> workers_;
 
-  // Written by the caller before `generation_` is bumped (release); read by
-  // workers after they see the new generation (acquire).
+  /// Claims and runs chunks of generation `generation` until none is left.
+  void runChunks(uint32_t generation, int worker);
+
+  // Written by the caller before `claim_` is published (release); read by a
+  // thread only after it claimed a chunk of that generation, which keeps the
+  // caller (and so these fields) in that generation until the chunk is done.
   const std::function<void(int64_t, int64_t, int)> *task_ = nullptr;
   int64_t n_ = 0, grain_ = 1;
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
 
-  // Each on its own cache line: workers poll the first, decrement the
-  // second, and the two must not share a line with the task fields.
+  // Each on its own cache line: workers poll the generation, claim from
+  // `claim_` (generation << 32 | chunk count << 16 | next chunk) and count
+  // finished chunks in `finished_`.
   alignas(64) std::atomic<uint32_t> generation_{0};
   std::atomic<int32_t> sleepingWorkers_{0};
-  alignas(64) std::atomic<int32_t> pending_{0};
+  alignas(64) std::atomic<uint64_t> claim_{0};
+  alignas(64) std::atomic<int32_t> finished_{0};
   std::atomic<int32_t> callerSleeping_{0};
 };
 

@@ -50,12 +50,27 @@ TEST(ThreadPool, ZeroAndNegativeSizesRunNothing) {
   EXPECT_EQ(calls, 0);
 }
 
-TEST(ThreadPool, EveryWorkerTakesPart) {
+// Callers carve scratch space by worker index: one worker index never runs
+// two chunks at once, and every index is below size().
+TEST(ThreadPool, AWorkerIndexRunsOneChunkAtATime) {
   ThreadPool pool(4);
-  std::vector<std::atomic<int>> byWorker(4);
-  pool.parallelFor(4, [&](int64_t, int64_t, int w) { byWorker[w]++; });
-  for (int w = 0; w < 4; ++w)
-    EXPECT_EQ(byWorker[size_t(w)].load(), 1) << "worker " << w;
+  std::vector<std::atomic<int>> inside(4);
+  std::atomic<int> overlaps{0}, outOfRange{0}, chunks{0};
+  for (int round = 0; round < 50; ++round)
+    pool.parallelFor(64, [&](int64_t, int64_t, int w) {
+      if (w < 0 || w >= 4) {
+        outOfRange++;
+        return;
+      }
+      if (inside[size_t(w)].exchange(1))
+        overlaps++;
+      chunks++;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      inside[size_t(w)].store(0);
+    });
+  EXPECT_EQ(outOfRange.load(), 0);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_GE(chunks.load(), 50 * 4) << "a few chunks per thread";
 }
 
 // Back-to-back dispatches (the spinning path) and dispatches that find every
