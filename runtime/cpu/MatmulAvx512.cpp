@@ -5,8 +5,9 @@
 //
 // GEMV (few tokens): each group of R rows streams its weight bytes once,
 // decoding 32 elements at a time into two vectors (Avx512Decode.h), and
-// keeps R x T accumulators in registers. For FP8 and MXFP4 it prefetches
-// the next rows into L2 in software (measured: +15-30% from DRAM).
+// keeps R x T accumulators in registers. For BF16, FP8 and MXFP4 it
+// prefetches the rows two groups ahead into L2 in software (measured:
+// +15-30% from DRAM).
 // GEMM (more tokens): per thread, for each block of up to 64 tokens, each
 // 32-row x 512-column tile of W is decoded to FP32 once and swept by a 4x4
 // (tokens x rows) register kernel; partial lanes persist between column
