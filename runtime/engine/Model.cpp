@@ -1,6 +1,7 @@
 //===- Model.cpp - A loaded artifact bound to the CPU kernels -------------===//
 
 #include "runtime/engine/Model.h"
+#include "runtime/cpu/CpuFeatures.h"
 
 #include "runtime/engine/TokenizerTable.h"
 
@@ -96,7 +97,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   }
 
   const char *hostEnv = std::getenv("KILN_HOST_KERNELS");
-  if (options.hostKernels && !(hostEnv && std::string(hostEnv) == "0")) {
+  // The compiled kernels are AVX2 code: the forced scalar path runs none.
+  if (options.hostKernels && !(hostEnv && std::string(hostEnv) == "0") &&
+      cpu::cpuPath() != cpu::CpuPath::Scalar) {
     std::string note;
     Result<std::unique_ptr<HostKernels>> host =
         HostKernels::fromArtifact(*model->artifact_, &note);

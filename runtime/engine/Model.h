@@ -50,7 +50,8 @@ struct LoadOptions {
   /// Pages each cache may hold at once (0: unlimited).
   int64_t maxCachePages = 0;
   /// Run the artifact's compiled x86-64 kernels where it has them
-  /// (HostKernels.h); KILN_HOST_KERNELS=0 in the environment also disables.
+  /// (HostKernels.h); KILN_HOST_KERNELS=0 in the environment, or the scalar
+  /// CPU path (CpuFeatures.h), also disables.
   bool hostKernels = true;
 };
 

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
@@ -80,6 +81,7 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --spec K              greedy decoding with K MTP drafts per round vs none
   --profile             time per kernel kind of the prefill and decode steps
   --cpu-affinity        pin each kernel thread to one CPU
+  --cpu-path PATH       kernel path: best (default), avx512 or scalar
   --device cpu|hip      where the plans run (default cpu)
   --results FILE        append a Markdown table (default bench/RESULTS.md
                         when it exists; /dev/null for none)
@@ -186,7 +188,11 @@ Options parse(int argc, char **argv) {
       o.pinThreads = true;
     else if (a == "--profile")
       o.profile = true;
-    else if (a == "--help" || a == "-h") {
+    else if (a == "--cpu-path") {
+      std::string error;
+      if (!cpu::setCpuPath(value(), &error))
+        usage("--cpu-path: " + error);
+    } else if (a == "--help" || a == "-h") {
       std::printf("%s", kHelp);
       std::exit(0);
     } else if (a == "--device") {
@@ -216,15 +222,6 @@ Options parse(int argc, char **argv) {
   return o;
 }
 
-std::string cpuName() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0)
-      return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 std::string today() {
   std::time_t t = std::time(nullptr);
   char buf[32];
@@ -250,7 +247,7 @@ void appendResults(const Options &o, const std::vector<Row> &rows) {
   }
   out << "\n### " << today() << " kiln-bench" << (o.label.empty() ? "" : " — ")
       << o.label << "\n\nCommand: `" << o.command
-      << "`  \nMachine: " << cpuName()
+      << "`  \nMachine: " << cpu::cpuSummary()
       << "\n\n| what | threads | batch | tok/s | ms/step | weight GB/s | read "
          "GB/s "
          "| fraction |\n|---|---|---|---|---|---|---|---|\n";
@@ -402,6 +399,7 @@ int fail(const Status &s) {
 
 int main(int argc, char **argv) {
   Options o = parse(argc, argv);
+  std::printf("%s\n", cpu::cpuSummary().c_str());
   std::vector<Row> rows;
   for (int threads : o.threads) {
     double membw = 0;

@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
@@ -82,8 +84,12 @@ Common:
   --threads N               kernel threads (default: the CPUs this process
                             may run on)
   --cpu-affinity            pin each kernel thread to one CPU
+  --cpu-path PATH           kernel path: best (default), avx512 or scalar;
+                            also $KILN_CPU_PATH
   --output-format FORMAT    text (default) or json
   --no-verify               skip the segment checksums at load
+  --version                 the version, this CPU's features and the kernel
+                            path the kernels take
   -h, --help                this help
 )";
 
@@ -180,6 +186,15 @@ Options parseArgs(int argc, char **argv) {
     if (arg == "-h" || arg == "--help") {
       std::cout << kUsage;
       std::exit(0);
+    } else if (arg == "--version") {
+      std::cout << "kiln-run (Kiln), artifact format "
+                << artifact::FORMAT_VERSION << "\n"
+                << cpu::cpuSummary() << "\n";
+      std::exit(0);
+    } else if (arg == "--cpu-path") {
+      std::string error;
+      if (!cpu::setCpuPath(next(), &error))
+        throw UsageError{"--cpu-path: " + error};
     } else if (arg == "-p" || arg == "--prompt") {
       o.prompt = next();
       o.hasPrompt = true;
