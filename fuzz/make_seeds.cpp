@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,21 @@ std::string tempPath(const std::string &name) {
   return (fs::temp_directory_path() /
           ("kiln-seeds-" + std::to_string(::getpid()) + "-" + name))
       .string();
+}
+
+// The sharded form of glm5-tiny-dev, made once by scripts/reshard_checkpoint.py
+// (the repository stores no sharded copy); removed at exit by main().
+std::string gSharded;
+std::string shardedFixture(const std::string &relative) {
+  if (gSharded.empty()) {
+    gSharded = tempPath("glm5-tiny-dev-sharded");
+    std::string command = "/usr/bin/python3 '" + gSource +
+                          "/scripts/reshard_checkpoint.py' '" +
+                          fixture("glm5-tiny-dev") + "' '" + gSharded + "'";
+    if (std::system(command.c_str()) != 0)
+      fail("cannot make the sharded fixture: " + command);
+  }
+  return gSharded + "/" + relative;
 }
 
 //===- safetensors --------------------------------------------------------===//
@@ -226,8 +242,7 @@ void indexSeeds() {
             R"(safetensors"}})");
   writeSeed("index", "empty_map", R"({"metadata":{},"weight_map":{}})");
   writeSeed("index", "fixture_glm5_sharded",
-            readFile(fixture("glm5-tiny-dev-sharded/model.safetensors.index."
-                             "json")));
+            readFile(shardedFixture("model.safetensors.index.json")));
 }
 
 //===- config and glob ----------------------------------------------------===//
@@ -235,10 +250,11 @@ void indexSeeds() {
 void configSeeds() {
   for (const char *dir :
        {"glm5-tiny-dev", "glm5-tiny-dev-fp8", "glm5-tiny-dev-mxfp4",
-        "glm5-tiny-dev-mxfp4-routedonly", "glm5-tiny-dev-sharded",
-        "glm45-tiny-random"})
+        "glm5-tiny-dev-mxfp4-routedonly", "glm45-tiny-random"})
     writeSeed("config", std::string(dir) + ".json",
               readFile(fixture(std::string(dir) + "/config.json")));
+  writeSeed("config", "glm5-tiny-dev-sharded.json",
+            readFile(shardedFixture("config.json")));
   for (const char *name :
        {"glm-4.5-air.json", "glm-4.5.json", "glm-5.2.json", "glm-5.json"})
     writeSeed("config", std::string("full_") + name,
@@ -496,6 +512,8 @@ int main(int argc, char **argv) {
   tokenizerSeeds();
   artifactSeeds();
   npySeeds();
+  if (!gSharded.empty())
+    fs::remove_all(gSharded);
   if (gFailures) {
     std::fprintf(stderr, "make_seeds: %d failures\n", gFailures);
     return 1;

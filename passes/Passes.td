@@ -98,13 +98,15 @@ def KilnFuseMxDequantGemmPass
 }
 
 def KilnCheckFusedPass : Pass<"kiln-check-fused", "mlir::ModuleOp"> {
-  let summary = "Verify the backend contract: only fused-level ops remain";
+  let summary = "Reject unfused MoE (kiln.experts) and leftover kiln.dequantize";
   let description = [{
-    Fails with one error per op that code generation does not accept:
-    `kiln.experts` (unfused MoE), a `kiln.dequantize` left in the program,
-    or a router piece whose fusion was refused. Run at the end of the
-    compile pipeline so a missed fusion is a compile-time error, not a slow
-    or wrong model.
+    Fails with one error per `kiln.experts` (an MoE whose router
+    `kiln-fuse-moe-routing` refused to fuse) and one per `kiln.dequantize`
+    left in the program (its result does not feed a GEMM that
+    `kiln-fuse-mx-dequant-gemm` could fuse). The router ops of a refused
+    fusion are not reported on their own: the `kiln.experts` they feed is.
+    No other op is checked. Run at the end of the compile pipeline so these
+    missed fusions are compile-time errors, not a slow or wrong model.
   }];
 }
 

@@ -11,7 +11,7 @@ Families (chosen by the preset):
   glm4_moe     GLM-4.5/4.6/4.7: GQA with q/k/v biases and optional qk-norm; the MTP layer carries its own
                embed_tokens and shared_head.head.
 
-Forms (see /work/shared/GLM.md section 6):
+Forms (the fixture layouts of test/fixtures/README.md):
   bf16              BF16 weights, router correction bias F32.
   fp8               official block FP8: F8_E4M3 weight + F32 weight_scale_inv per 128x128 block (a multiplier,
                     amax/448), for every linear except mlp.gate, indexer.weights_proj, eh_proj,
@@ -52,7 +52,7 @@ from quant_formats import (E2M1_VALUES, FP8_BLOCK, MX_GROUP, f32_to_bf16_bits, f
 # Configs
 # --------------------------------------------------------------------------------------------------------------
 
-# Field sets and order of the fixture configs (/work/shared/fixtures/*/config.json); values are the tiny presets.
+# Field sets and order of the fixture configs (test/fixtures/*/config.json); values are the tiny presets.
 GLM5_TINY = {
     "architectures": ["GlmMoeDsaForCausalLM"],
     "model_type": "glm_moe_dsa",
@@ -713,8 +713,9 @@ EOS_TOKENS = ("<|endoftext|>", "<|user|>", "<|observation|>")   # GLM eos list; 
 
 def default_tokenizer_dir() -> Optional[str]:
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for candidate in (os.path.join(repo, "..", "shared", "fixtures", "glm5-tiny-dev"),
-                      os.path.join(repo, "test", "fixtures", "glm5-tiny-dev")):
+    # The bundled fixture first, then a fixtures folder beside the checkout (as test/lit.cfg.py looks).
+    for candidate in (os.path.join(repo, "test", "fixtures", "glm5-tiny-dev"),
+                      os.path.join(repo, "..", "shared", "fixtures", "glm5-tiny-dev")):
         if os.path.isfile(os.path.join(candidate, "tokenizer.json")):
             return os.path.normpath(candidate)
     return None
@@ -771,14 +772,14 @@ def prepare_out_dir(out_dir: str, force: bool) -> None:
 
 
 EPILOG = """\
-examples:
-  gen_checkpoint.py --out /tmp/g5 --preset tiny                       # like fixtures/glm5-tiny-dev
-  gen_checkpoint.py --out /tmp/g5fp8 --preset tiny --form fp8 --sharded 2
-  gen_checkpoint.py --out /tmp/g45 --preset tiny-glm45 --set num_hidden_layers=5 --set use_qk_norm=false
-  gen_checkpoint.py --out /tmp/wide --preset glm5-width               # 20.5 GB (MTP experts MXFP4), ~2 min
-  gen_checkpoint.py --out /tmp/wide --preset glm5-width --no-mtp      # 14.8 GB
-  gen_checkpoint.py --out /tmp/mid --preset mid [--form mxfp4]       # memory-bound benchmark model
-  gen_checkpoint.py --out /tmp/g5 --preset tiny --set rope_parameters.rope_theta=1e6
+examples (run from the checkout; out/ is git-ignored):
+  gen_checkpoint.py --out out/g5 --preset tiny                        # like test/fixtures/glm5-tiny-dev
+  gen_checkpoint.py --out out/g5fp8 --preset tiny --form fp8 --sharded 2
+  gen_checkpoint.py --out out/g45 --preset tiny-glm45 --set num_hidden_layers=5 --set use_qk_norm=false
+  gen_checkpoint.py --out out/wide --preset glm5-width                # 20.5 GB (MTP experts MXFP4), ~2 min
+  gen_checkpoint.py --out out/wide --preset glm5-width --no-mtp       # 14.8 GB
+  gen_checkpoint.py --out out/mid --preset mid [--form mxfp4]         # memory-bound benchmark model, 5.0 GiB
+  gen_checkpoint.py --out out/g5 --preset tiny --set rope_parameters.rope_theta=1e6
 
 Same --seed and --set values give the same BF16 model in every form, so a quantized output can be checked
 against the bf16 one (scripts/compare_checkpoint_layout.py --values).

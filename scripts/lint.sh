@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The lint step of the test command:
 #  1. dead FileCheck directives in test/ (scripts/lint_filecheck.py);
-#  2. clang-format (LLVM style, .clang-format): with KILN_LINT_BASE=<rev>,
+#  2. the dependency arrows between layers (scripts/lint_deps.py; also run by
+#     lit as test/lint/deps.test);
+#  3. clang-format (LLVM style, .clang-format): with KILN_LINT_BASE=<rev>,
 #     only the lines changed since that revision; otherwise every tracked
 #     C/C++ file must already be formatted.
 set -euo pipefail
@@ -11,6 +13,9 @@ status=0
 
 echo "lint: FileCheck directives"
 /usr/bin/python3 scripts/lint_filecheck.py test || status=1
+
+echo "lint: dependency arrows"
+/usr/bin/python3 scripts/lint_deps.py . || status=1
 
 echo "lint: clang-format"
 if [ -n "${KILN_LINT_BASE:-}" ]; then

@@ -5,6 +5,9 @@ Two mistakes make a check line dead without any test failing:
   * a directive without its colon (`// CHECK foo`, `// CHECK-NEXT foo`);
   * a file with check lines whose RUN lines never pipe into FileCheck with
     that prefix.
+A third hides why a test failed: a RUN line that sends a tool's stderr to
+/dev/null (lit shows stderr of a failing test; let it flow, or write it to a
+file under %t and cat it on failure).
 Usage: lint_filecheck.py FILE_OR_DIR...   (exit status 1 on findings)
 """
 import os
@@ -51,6 +54,11 @@ def lint_file(path):
     used = prefixes_of(run_lines)
     candidates = used | {"CHECK"}
     problems = []
+    for no, line in enumerate(lines, 1):
+        m = re.search(COMMENT + r"\s*RUN:(.*)$", line)
+        if m and re.search(r"(?:2|&)>\s*/dev/null", m.group(1)):
+            problems.append(f"{path}:{no}: RUN line discards stderr (>/dev/null): "
+                            "a failure would say nothing about why")
     seen_prefixes = set()
     for no, line in enumerate(lines, 1):
         if re.search(COMMENT + r"\s*RUN:", line):

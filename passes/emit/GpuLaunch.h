@@ -3,7 +3,7 @@
 // A dispatch of a plan (KernelAbi.h) runs on a GPU as one or more kernel
 // launches. The compiler decides them here, once per dispatch shape, and
 // writes them into the artifact's KernelSymbol.launches; the runtime's HIP
-// plan runner (runtime/hip/HipPlanRunner) then only binds pointers and
+// plan device (runtime/hip/HipPlanDevice) then only binds pointers and
 // evaluates grids. Conventions every GPU kernel follows:
 //
 //  * Rows. A dispatch's row count R is the row count of its first Buffer

@@ -4,7 +4,8 @@
 //   kiln-compile <checkpoint-dir> -o model.kiln [--target=cpu,...]
 //                [--quantize=mxfp4 --quantize-policy=experts,...]
 //
-// A thin wrapper: the work is in frontends/glm, passes/ and compiler/.
+// A thin wrapper: the work is in frontends/glm (checkpoint and graph),
+// passes/ (fusion) and passes/emit (the artifact).
 //
 //===----------------------------------------------------------------------===//
 

@@ -691,7 +691,7 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
 
     ```mlir
     %y = kiln.moe %x router %rw bias %rb experts %g, %u, %d
-           top_k 4 groups 1 keep 1 scale 2.5 norm block 16
+           top_k 4 groups 1 keep 1 scale 2.5 norm block_size 16
            : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, tensor<16x128x256xbf16>,
               tensor<16x128x256xbf16>, tensor<16x256x128xbf16>) -> tensor<?x256xf32>
     ```

@@ -139,3 +139,16 @@ func.func @moe(%x: tensor<?x256xf32>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>
   %s = kiln.add %m, %q : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
   return %s : tensor<?x256xf32>
 }
+
+// The example in kiln.moe's description (KilnOps.td), verbatim: keep them equal.
+// CHECK-LABEL: func.func @moe_doc_example
+func.func @moe_doc_example(%x: tensor<?x256xf32>, %rw: tensor<16x256xbf16>, %rb: tensor<16xf32>,
+                           %g: tensor<16x128x256xbf16>, %u: tensor<16x128x256xbf16>,
+                           %d: tensor<16x256x128xbf16>) -> tensor<?x256xf32> {
+  // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %{{.*}}, %{{.*}}, %{{.*}} top_k 4 groups 1 keep 1 scale 2.500000e+00 norm block_size 16 :
+    %y = kiln.moe %x router %rw bias %rb experts %g, %u, %d
+           top_k 4 groups 1 keep 1 scale 2.5 norm block_size 16
+           : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, tensor<16x128x256xbf16>,
+              tensor<16x128x256xbf16>, tensor<16x256x128xbf16>) -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}

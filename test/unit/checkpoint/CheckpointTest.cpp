@@ -25,10 +25,14 @@ std::map<std::string, int> dtypeCounts(const Checkpoint &ckpt) {
   return counts;
 }
 
-Checkpoint openFixture(const std::string &name) {
-  auto ckpt = Checkpoint::open(kilnFixture(name));
+Checkpoint openPath(const std::string &path) {
+  auto ckpt = Checkpoint::open(path);
   EXPECT_TRUE(ckpt.isOk()) << ckpt.status().toString();
   return std::move(ckpt).value();
+}
+
+Checkpoint openFixture(const std::string &name) {
+  return openPath(kilnFixture(name));
 }
 
 TEST(CheckpointFixtures, Glm5Bf16) {
@@ -100,7 +104,7 @@ TEST(CheckpointFixtures, Glm45) {
 
 TEST(CheckpointFixtures, ShardedMatchesSingleFile) {
   Checkpoint single = openFixture("glm5-tiny-dev");
-  Checkpoint sharded = openFixture("glm5-tiny-dev-sharded");
+  Checkpoint sharded = openPath(kilnGeneratedFixture("glm5-tiny-dev-sharded"));
   EXPECT_TRUE(sharded.isSharded());
   EXPECT_EQ(sharded.files().size(), 2u);
   ASSERT_EQ(sharded.names(), single.names());
@@ -114,8 +118,8 @@ TEST(CheckpointFixtures, ShardedMatchesSingleFile) {
     EXPECT_EQ(std::memcmp(a->data, b->data, a->byteSize), 0) << name;
   }
   // Opening the index file directly works too.
-  auto direct = Checkpoint::open(
-      kilnFixture("glm5-tiny-dev-sharded/model.safetensors.index.json"));
+  auto direct = Checkpoint::open(kilnGeneratedFixture(
+      "glm5-tiny-dev-sharded/model.safetensors.index.json"));
   ASSERT_TRUE(direct.isOk()) << direct.status().toString();
   EXPECT_EQ(direct->size(), 287u);
 }

@@ -77,8 +77,10 @@ TEST(Config, Glm5TinyFixture) {
   EXPECT_FALSE(c.isMtpLayer(3));
   EXPECT_EQ(c.quant.method, QuantMethod::None);
   // The sharded fixture carries the same config.
-  GlmConfig sharded = parseFixture("glm5-tiny-dev-sharded/config.json");
-  EXPECT_EQ(sharded.indexerTypes, c.indexerTypes);
+  auto sharded = parseConfigFile(
+      kilnGeneratedFixture("glm5-tiny-dev-sharded/config.json"));
+  ASSERT_TRUE(sharded.isOk()) << sharded.status().toString();
+  EXPECT_EQ(sharded->indexerTypes, c.indexerTypes);
 }
 
 TEST(Config, QuantizedFixtures) {
