@@ -19,15 +19,5 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-/usr/bin/python3 - "$raw" <<'PY'
-import sys, statistics, collections
-rows = collections.OrderedDict()
-for line in open(sys.argv[1]):
-    b, t, what, v = line.rstrip("\n").split("\t")
-    rows.setdefault((what, int(t), b), []).append(float(v))
-print("| measure | threads | binary | median tok/s | runs |")
-print("|---|---|---|---|---|")
-for (what, t, b), vs in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-    print(f"| {what} | {t} | {b} | {statistics.median(vs):.1f} | {', '.join(f'{v:.0f}' for v in vs)} |")
-PY
+/usr/bin/python3 "$(dirname "$0")/median_table.py" "$raw" binary
 rm -f "$raw"

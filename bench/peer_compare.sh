@@ -24,15 +24,5 @@ for l in sys.stdin:
   j=json.loads(l); print(f'llama.cpp\t$t\tdecode $D at depth $P\t{j[\"avg_ts\"]}')" >>"$raw"
   done
 done
-/usr/bin/python3 - "$raw" <<'PY'
-import sys, statistics, collections
-rows = collections.OrderedDict()
-for line in open(sys.argv[1]):
-    who, t, what, v = line.rstrip("\n").split("\t")
-    rows.setdefault((what, int(t), who), []).append(float(v))
-print("| measure | threads | engine | median tok/s | runs |")
-print("|---|---|---|---|---|")
-for (what, t, who), vs in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] != "kiln")):
-    print(f"| {what} | {t} | {who} | {statistics.median(vs):.1f} | {', '.join(f'{v:.0f}' for v in vs)} |")
-PY
+/usr/bin/python3 "$(dirname "$0")/median_table.py" "$raw" engine
 rm -f "$raw"
