@@ -13,7 +13,7 @@
 #define KILN_PASSES_EMIT_PLANBUILDER_H
 
 #include "runtime/engine/KernelAbi.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -16,7 +16,7 @@
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/engine/KernelAbi.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <memory>

@@ -32,7 +32,7 @@
 #include "runtime/engine/KernelAbi.h"
 #include "runtime/engine/StepProfile.h"
 #include "runtime/engine/Weights.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <functional>
 #include <memory>

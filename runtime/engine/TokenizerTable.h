@@ -18,8 +18,8 @@
 #define KILN_RUNTIME_ENGINE_TOKENIZERTABLE_H
 
 #include "runtime/artifact/kiln_artifact_generated.h"
-#include "runtime/support/Status.h"
 #include "runtime/tokenizer/TokenizerData.h"
+#include "support/Status.h"
 
 #include <string>
 

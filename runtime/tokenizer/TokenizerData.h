@@ -10,7 +10,7 @@
 #ifndef KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
 #define KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>
