@@ -48,8 +48,6 @@ KNOWN_OFFENDERS = {
     # The plan ABI (argument order, positional ints/floats), declared in the
     # engine and written by the plan builder.
     ("passes/emit/PlanBuilder.h", "runtime/engine/KernelAbi.h"),
-    # The CPU MXFP4/FP8 dequantization, used to convert weights at compile time.
-    ("passes/emit/WeightStreamer.cpp", "runtime/cpu/Dequant.h"),
 }
 
 
