@@ -45,9 +45,6 @@ KNOWN_OFFENDERS = {
     # The tokenizer tables the artifact embeds, built with the runtime's code.
     ("passes/emit/EmitArtifact.cpp", "runtime/engine/TokenizerTable.h"),
     ("passes/emit/EmitArtifact.cpp", "runtime/tokenizer/TokenizerData.h"),
-    # The plan ABI (argument order, positional ints/floats), declared in the
-    # engine and written by the plan builder.
-    ("passes/emit/PlanBuilder.h", "runtime/engine/KernelAbi.h"),
 }
 
 
