@@ -11,10 +11,6 @@
     frontends/, runtime/, nor any LLVM/MLIR header. Every layer may include
     support/.
 
-The includes that broke the last rule when this lint was written are listed
-in KNOWN_OFFENDERS, so the lint passes today and fails on any new arrow. An
-entry whose include is gone is reported too, so the list only shrinks.
-
 Usage: lint_deps.py [ROOT]   (default: the checkout holding this script)
 Prints `file:line: #include <...>: reason` for each violation; exit status 1
 on any finding.
@@ -28,23 +24,13 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 LLVM_PREFIXES = ("llvm/", "llvm-c/", "mlir/", "mlir-c/", "lld/", "clang/")
 
 # What the compiler may include from runtime/: the artifact schema (the
-# header flatc generates from kiln_artifact.fbs), its file header and the
-# writer that streams it.
+# header flatc generates from kiln_artifact.fbs), its file header, the writer
+# that streams it and the codec of its Tokenizer table.
 SCHEMA = {
     "runtime/artifact/kiln_artifact_generated.h",
     "runtime/artifact/ArtifactFormat.h",
     "runtime/artifact/ArtifactWriter.h",
-}
-
-# Compiler -> runtime includes beyond the schema that existed when the lint
-# was written (issue 14, item 4: a shared LLVM-free layer, support/, for
-# Status, mapped files, tokenizer data and the MXFP4/FP8 numerics; passes/emit
-# on the declared kernel contract). Each entry is (including file, included
-# header). Remove an entry when its include goes; never add one.
-KNOWN_OFFENDERS = {
-    # The tokenizer tables the artifact embeds, built with the runtime's code.
-    ("passes/emit/EmitArtifact.cpp", "runtime/engine/TokenizerTable.h"),
-    ("passes/emit/EmitArtifact.cpp", "runtime/tokenizer/TokenizerData.h"),
+    "runtime/artifact/TokenizerTable.h",
 }
 
 
@@ -102,14 +88,14 @@ def violation(layer, rel, target):
         if target.startswith(LLVM_PREFIXES):
             return "support/ includes no LLVM or MLIR header"
     elif layer == "compiler":
-        if top == "runtime/" and target not in SCHEMA and (rel, target) not in KNOWN_OFFENDERS:
+        if top == "runtime/" and target not in SCHEMA:
             return "the compiler reaches runtime/ only through the artifact schema"
     return None
 
 
 def main(args):
     root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
-    problems, seen = [], set()
+    problems = []
     for top in ("support", "runtime", "dialects", "frontends", "passes", "tools"):
         for dirpath, dirnames, names in os.walk(os.path.join(root, top)):
             dirnames.sort()
@@ -127,15 +113,10 @@ def main(args):
                         if not m:
                             continue
                         target = resolve(root, rel, m.group(2))
-                        seen.add((rel, target))
                         why = violation(layer, rel, target)
                         if why:
                             spelled = m.group(1) + m.group(2) + (">" if m.group(1) == "<" else '"')
                             problems.append(f"{rel}:{no}: #include {spelled}: {why}")
-    for rel, target in sorted(KNOWN_OFFENDERS - seen):
-        if os.path.isfile(os.path.join(root, rel)):
-            problems.append(f"{rel}: no longer includes {target}: remove the entry "
-                            "from KNOWN_OFFENDERS in scripts/lint_deps.py")
     for p in problems:
         print(p)
     return 1 if problems else 0

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
-#define KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
+#ifndef KILN_SUPPORT_TOKENIZER_TOKENIZERDATA_H
+#define KILN_SUPPORT_TOKENIZER_TOKENIZERDATA_H
 
 #include "support/Status.h"
 
@@ -146,4 +146,4 @@ parseTokenizerJsonText(const std::string &text,
 
 } // namespace kiln
 
-#endif // KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
+#endif // KILN_SUPPORT_TOKENIZER_TOKENIZERDATA_H
