@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fuzz/FixtureTokenizer.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "support/tokenizer/Utf8.h"
 
 using namespace kiln;
 

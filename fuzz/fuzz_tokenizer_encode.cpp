@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fuzz/FixtureTokenizer.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "support/tokenizer/Utf8.h"
 
 #include <cstring>
 

@@ -6,12 +6,10 @@
     frontends/, nor any LLVM/MLIR header;
   * dialects/ includes nothing from passes/, frontends/, runtime/;
   * the compiler (frontends/, passes/ and the tools that link MLIR) reaches
-    runtime/ only through the artifact schema (SCHEMA below). A shared layer
-    outside runtime/ is not restricted.
-
-The includes that broke the last rule when this lint was written are listed
-in KNOWN_OFFENDERS, so the lint passes today and fails on any new arrow. An
-entry whose include is gone is reported too, so the list only shrinks.
+    runtime/ only through the artifact schema (SCHEMA below);
+  * support/, the shared layer, includes nothing from dialects/, passes/,
+    frontends/, runtime/, nor any LLVM/MLIR header. Every layer may include
+    support/.
 
 Usage: lint_deps.py [ROOT]   (default: the checkout holding this script)
 Prints `file:line: #include <...>: reason` for each violation; exit status 1
@@ -26,47 +24,13 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 LLVM_PREFIXES = ("llvm/", "llvm-c/", "mlir/", "mlir-c/", "lld/", "clang/")
 
 # What the compiler may include from runtime/: the artifact schema (the
-# header flatc generates from kiln_artifact.fbs), its file header and the
-# writer that streams it.
+# header flatc generates from kiln_artifact.fbs), its file header, the writer
+# that streams it and the codec of its Tokenizer table.
 SCHEMA = {
     "runtime/artifact/kiln_artifact_generated.h",
     "runtime/artifact/ArtifactFormat.h",
     "runtime/artifact/ArtifactWriter.h",
-}
-
-# Compiler -> runtime includes beyond the schema that existed when the lint
-# was written (issue 14, item 4: a shared LLVM-free layer for Status, mapped
-# files, tokenizer data and the MXFP4/FP8 numerics; passes/emit on the
-# declared kernel contract instead of the engine's KernelAbi.h). Each entry is
-# (including file, included header). Remove an entry when its include goes;
-# never add one.
-KNOWN_OFFENDERS = {
-    # Status/Result: the error values of the runtime, used by the frontend's
-    # checkpoint readers and by the emitters (shared layer to come).
-    ("frontends/glm/Checkpoint.h", "runtime/support/Status.h"),
-    ("frontends/glm/Config.h", "runtime/support/Status.h"),
-    ("frontends/glm/Dtype.h", "runtime/support/Status.h"),
-    ("frontends/glm/JsonFields.h", "runtime/support/Status.h"),
-    ("frontends/glm/MappedFile.h", "runtime/support/Status.h"),
-    ("frontends/glm/QuantConfig.h", "runtime/support/Status.h"),
-    ("frontends/glm/Safetensors.h", "runtime/support/Status.h"),
-    ("frontends/glm/SafetensorsWriter.h", "runtime/support/Status.h"),
-    ("frontends/glm/WeightCatalog.h", "runtime/support/Status.h"),
-    ("passes/codegen/LinkShared.h", "runtime/support/Status.h"),
-    ("passes/codegen/x86/X86Codegen.h", "runtime/support/Status.h"),
-    ("passes/emit/EmitArtifact.h", "runtime/support/Status.h"),
-    ("passes/emit/HostKernels.h", "runtime/support/Status.h"),
-    ("passes/emit/PlanBuilder.h", "runtime/support/Status.h"),
-    # The runtime's mmap wrapper, reused to read safetensors shards.
-    ("frontends/glm/MappedFile.h", "runtime/support/MappedFile.h"),
-    # The tokenizer tables the artifact embeds, built with the runtime's code.
-    ("passes/emit/EmitArtifact.cpp", "runtime/engine/TokenizerTable.h"),
-    ("passes/emit/EmitArtifact.cpp", "runtime/tokenizer/TokenizerData.h"),
-    # The plan ABI (argument order, positional ints/floats), declared in the
-    # engine and written by the plan builder.
-    ("passes/emit/PlanBuilder.h", "runtime/engine/KernelAbi.h"),
-    # The CPU MXFP4/FP8 dequantization, used to convert weights at compile time.
-    ("passes/emit/WeightStreamer.cpp", "runtime/cpu/Dequant.h"),
+    "runtime/artifact/TokenizerTable.h",
 }
 
 
@@ -82,12 +46,14 @@ def tool_links_mlir(tool_dir):
 
 
 def layer_of(rel, root):
-    """runtime, dialects, compiler or None (not checked) for a source path."""
+    """runtime, dialects, support, compiler or None (not checked) for a source path."""
     parts = rel.split("/")
     if parts[0] == "runtime":
         return "runtime"
     if parts[0] == "dialects":
         return "dialects"
+    if parts[0] == "support":
+        return "support"
     if parts[0] in ("frontends", "passes"):
         return "compiler"
     if parts[0] == "tools" and len(parts) > 2:
@@ -116,16 +82,21 @@ def violation(layer, rel, target):
     elif layer == "dialects":
         if top in ("passes/", "frontends/", "runtime/"):
             return "dialects/ includes nothing from passes/, frontends/ or runtime/"
+    elif layer == "support":
+        if top in ("dialects/", "passes/", "frontends/", "runtime/"):
+            return "support/ includes nothing from dialects/, passes/, frontends/ or runtime/"
+        if target.startswith(LLVM_PREFIXES):
+            return "support/ includes no LLVM or MLIR header"
     elif layer == "compiler":
-        if top == "runtime/" and target not in SCHEMA and (rel, target) not in KNOWN_OFFENDERS:
+        if top == "runtime/" and target not in SCHEMA:
             return "the compiler reaches runtime/ only through the artifact schema"
     return None
 
 
 def main(args):
     root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
-    problems, seen = [], set()
-    for top in ("runtime", "dialects", "frontends", "passes", "tools"):
+    problems = []
+    for top in ("support", "runtime", "dialects", "frontends", "passes", "tools"):
         for dirpath, dirnames, names in os.walk(os.path.join(root, top)):
             dirnames.sort()
             for name in sorted(names):
@@ -142,15 +113,10 @@ def main(args):
                         if not m:
                             continue
                         target = resolve(root, rel, m.group(2))
-                        seen.add((rel, target))
                         why = violation(layer, rel, target)
                         if why:
                             spelled = m.group(1) + m.group(2) + (">" if m.group(1) == "<" else '"')
                             problems.append(f"{rel}:{no}: #include {spelled}: {why}")
-    for rel, target in sorted(KNOWN_OFFENDERS - seen):
-        if os.path.isfile(os.path.join(root, rel)):
-            problems.append(f"{rel}: no longer includes {target}: remove the entry "
-                            "from KNOWN_OFFENDERS in scripts/lint_deps.py")
     for p in problems:
         print(p)
     return 1 if problems else 0

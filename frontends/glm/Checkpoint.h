@@ -15,7 +15,7 @@
 #define KILN_FRONTENDS_GLM_CHECKPOINT_H
 
 #include "frontends/glm/Safetensors.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <string>
 #include <string_view>

@@ -19,7 +19,7 @@
 #define KILN_FRONTENDS_GLM_CONFIG_H
 
 #include "frontends/glm/QuantConfig.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <optional>

@@ -8,7 +8,7 @@
 #ifndef KILN_FRONTENDS_GLM_DTYPE_H
 #define KILN_FRONTENDS_GLM_DTYPE_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>

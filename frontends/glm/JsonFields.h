@@ -10,7 +10,7 @@
 #ifndef KILN_FRONTENDS_GLM_JSONFIELDS_H
 #define KILN_FRONTENDS_GLM_JSONFIELDS_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <nlohmann/json.hpp>
 

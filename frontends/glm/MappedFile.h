@@ -8,8 +8,8 @@
 #ifndef KILN_FRONTENDS_GLM_MAPPEDFILE_H
 #define KILN_FRONTENDS_GLM_MAPPEDFILE_H
 
-#include "runtime/support/MappedFile.h"
-#include "runtime/support/Status.h"
+#include "support/MappedFile.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>
@@ -22,7 +22,7 @@ struct ByteView {
   uint64_t size = 0;
 };
 
-/// The checkpoint readers map files with the runtime's MappedFile.
+/// The checkpoint readers map files with the shared MappedFile (support/).
 using kiln::MappedFile;
 
 inline ByteView bytesOf(const MappedFile &file) {

@@ -13,7 +13,7 @@
 #ifndef KILN_FRONTENDS_GLM_QUANTCONFIG_H
 #define KILN_FRONTENDS_GLM_QUANTCONFIG_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <nlohmann/json_fwd.hpp>
 

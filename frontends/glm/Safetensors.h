@@ -20,7 +20,7 @@
 
 #include "frontends/glm/Dtype.h"
 #include "frontends/glm/MappedFile.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <map>

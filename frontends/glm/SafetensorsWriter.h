@@ -12,7 +12,7 @@
 #define KILN_FRONTENDS_GLM_SAFETENSORSWRITER_H
 
 #include "frontends/glm/Dtype.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -24,7 +24,7 @@
 #include "frontends/glm/Checkpoint.h"
 #include "frontends/glm/Config.h"
 #include "frontends/glm/ModelLayout.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <string>
 #include <string_view>

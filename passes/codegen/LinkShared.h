@@ -9,7 +9,7 @@
 #ifndef KILN_PASSES_CODEGEN_LINKSHARED_H
 #define KILN_PASSES_CODEGEN_LINKSHARED_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"

@@ -13,8 +13,8 @@
 #include "passes/emit/PlanBuilder.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/ArtifactWriter.h"
-#include "runtime/engine/TokenizerTable.h"
-#include "runtime/tokenizer/TokenizerData.h"
+#include "runtime/artifact/TokenizerTable.h"
+#include "support/tokenizer/TokenizerData.h"
 
 #include <nlohmann/json.hpp>
 
@@ -353,7 +353,7 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
     plans.push_back(buildPlan(fbb, p, kernelOf));
     hasDraft |= p.name == "draft";
   }
-  KILN_ASSIGN_OR_RETURN(auto tokenizerTable, engine::tokenizerToFlatbuffer(
+  KILN_ASSIGN_OR_RETURN(auto tokenizerTable, artifact::tokenizerToFlatbuffer(
                                                  fbb, tokenizer, chatTemplate));
   auto configTable =
       buildConfig(fbb, config, configJson, hasDraft, options.specDefault);

@@ -6,7 +6,7 @@
 
 #include "frontends/glm/Checkpoint.h"
 #include "frontends/glm/Config.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

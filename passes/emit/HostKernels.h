@@ -12,7 +12,7 @@
 #define KILN_PASSES_EMIT_HOSTKERNELS_H
 
 #include "runtime/artifact/ArtifactWriter.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <map>
 #include <set>

@@ -1,7 +1,7 @@
 //===- PlanBuilder.h - Fused kiln functions to execution plans --*- C++ -*-===//
 //
 // Lowers each entry function of a fused module into a plan: a sequence of
-// kernel dispatches (runtime/engine/KernelAbi.h) over planned activation
+// kernel dispatches (support/abi/KernelAbi.h) over planned activation
 // buffers, naming weights and caches by index. Buffers are reused once their
 // value is dead (a linear scan in program order); kiln.reshape aliases its
 // input's buffer. Weights referenced by the plans are collected, deduplicated
@@ -12,8 +12,8 @@
 #ifndef KILN_PASSES_EMIT_PLANBUILDER_H
 #define KILN_PASSES_EMIT_PLANBUILDER_H
 
-#include "runtime/engine/KernelAbi.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
+#include "support/abi/KernelAbi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"

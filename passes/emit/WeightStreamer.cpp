@@ -4,7 +4,7 @@
 
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
 #include "passes/emit/Mxfp4Quantize.h"
-#include "runtime/cpu/Dequant.h"
+#include "support/FloatFormats.h"
 
 #include <chrono>
 #include <cstring>
@@ -62,15 +62,15 @@ float toFloat(Dtype dtype, const uint8_t *p) {
   case Dtype::BF16: {
     uint16_t v;
     std::memcpy(&v, p, 2);
-    return cpu::bf16ToFloat(v);
+    return bf16ToFloat(v);
   }
   case Dtype::F16: {
     uint16_t v;
     std::memcpy(&v, p, 2);
-    return cpu::f16ToFloat(v);
+    return f16ToFloat(v);
   }
   case Dtype::F8_E4M3:
-    return cpu::e4m3ToFloat(*p);
+    return e4m3ToFloat(*p);
   default: {
     float v;
     std::memcpy(&v, p, 4);

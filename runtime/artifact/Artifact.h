@@ -21,8 +21,8 @@
 
 #include "runtime/artifact/ArtifactFormat.h"
 #include "runtime/artifact/kiln_artifact_generated.h"
-#include "runtime/support/MappedFile.h"
-#include "runtime/support/Status.h"
+#include "support/MappedFile.h"
+#include "support/Status.h"
 
 #include <memory>
 #include <string>

@@ -12,7 +12,7 @@
 #define KILN_RUNTIME_ARTIFACT_ARTIFACTCHECKS_H
 
 #include "runtime/artifact/kiln_artifact_generated.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>

@@ -11,7 +11,7 @@
 #ifndef KILN_RUNTIME_ARTIFACT_ARTIFACTFORMAT_H
 #define KILN_RUNTIME_ARTIFACT_ARTIFACTFORMAT_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstddef>
 #include <cstdint>

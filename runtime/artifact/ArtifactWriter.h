@@ -29,7 +29,7 @@
 #define KILN_RUNTIME_ARTIFACT_ARTIFACTWRITER_H
 
 #include "runtime/artifact/kiln_artifact_generated.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <limits>

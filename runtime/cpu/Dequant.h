@@ -1,7 +1,8 @@
 //===- Dequant.h - Scalar decoding of stored weight formats -----*- C++ -*-===//
 //
-// Reference decoders: one value or one row at a time. The fast kernels
-// decode in registers; these define what they must agree with.
+// The reference decoder of a weight row, built on the scalar decoders of
+// support/FloatFormats.h. The fast kernels decode in registers; these define
+// what they must agree with.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,16 +10,16 @@
 #define KILN_RUNTIME_CPU_DEQUANT_H
 
 #include "runtime/cpu/Types.h"
+#include "support/FloatFormats.h"
 
 namespace kiln::cpu {
 
-/// E2M1 code (4 bits, bit 3 = sign) to float: +-{0, .5, 1, 1.5, 2, 3, 4, 6}.
-float e2m1ToFloat(uint8_t code);
-/// E8M0 scale byte to float: 2^(e - 127); 0xFF is NaN.
-float e8m0ToFloat(uint8_t e);
-/// FP8 E4M3FN byte to float (bias 7, no infinities, 0x7F/0xFF are NaN).
-float e4m3ToFloat(uint8_t v);
-float f16ToFloat(uint16_t v);
+// The scalar decoders of the stored formats are shared with the compiler
+// (support/FloatFormats.h); the kernels use them as cpu:: names.
+using kiln::e2m1ToFloat;
+using kiln::e4m3ToFloat;
+using kiln::e8m0ToFloat;
+using kiln::f16ToFloat;
 
 /// Writes row `row` of `w` (one matrix, count == 1) as `w.cols` floats.
 void dequantizeRow(const WeightView &w, int64_t row, float *out);

@@ -8,6 +8,8 @@
 #ifndef KILN_RUNTIME_CPU_TYPES_H
 #define KILN_RUNTIME_CPU_TYPES_H
 
+#include "support/FloatFormats.h"
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -67,22 +69,9 @@ struct KvView {
   }
 };
 
-inline float bf16ToFloat(uint16_t v) {
-  uint32_t bits = uint32_t(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-/// Round to nearest even; NaN stays NaN.
-inline uint16_t floatToBf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return uint16_t(bits >> 16);
-}
+// BF16 <-> float, shared with the compiler (support/FloatFormats.h).
+using kiln::bf16ToFloat;
+using kiln::floatToBf16;
 
 } // namespace kiln::cpu
 

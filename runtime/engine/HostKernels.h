@@ -15,8 +15,8 @@
 #define KILN_RUNTIME_ENGINE_HOSTKERNELS_H
 
 #include "runtime/artifact/Artifact.h"
-#include "runtime/engine/KernelAbi.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
+#include "support/abi/KernelAbi.h"
 
 #include <cstdint>
 #include <memory>

@@ -3,7 +3,7 @@
 #include "runtime/engine/Model.h"
 #include "runtime/cpu/CpuFeatures.h"
 
-#include "runtime/engine/TokenizerTable.h"
+#include "runtime/artifact/TokenizerTable.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -70,7 +70,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
     bindWeight(*model->artifact_, i, model->weights_[i]);
 
   if (const fb::Tokenizer *table = meta.tokenizer()) {
-    Result<TokenizerData> data = tokenizerFromFlatbuffer(*table);
+    Result<TokenizerData> data = artifact::tokenizerFromFlatbuffer(*table);
     if (!data.isOk())
       return fail(data.status());
     Result<Tokenizer> tok = Tokenizer::create(std::move(data).value());

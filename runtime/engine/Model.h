@@ -27,8 +27,8 @@
 #include "runtime/engine/PlanDevice.h"
 #include "runtime/engine/PlanRunner.h"
 #include "runtime/engine/Weights.h"
-#include "runtime/support/Status.h"
 #include "runtime/tokenizer/Tokenizer.h"
+#include "support/Status.h"
 
 #include <memory>
 #include <optional>

@@ -29,10 +29,10 @@
 #include "runtime/cpu/attention/PagedKvCache.h"
 #include "runtime/cpu/attention/Rope.h"
 #include "runtime/cpu/attention/Workspace.h"
-#include "runtime/engine/KernelAbi.h"
 #include "runtime/engine/StepProfile.h"
 #include "runtime/engine/Weights.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
+#include "support/abi/KernelAbi.h"
 
 #include <functional>
 #include <memory>

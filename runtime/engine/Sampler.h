@@ -18,7 +18,7 @@
 #ifndef KILN_RUNTIME_ENGINE_SAMPLER_H
 #define KILN_RUNTIME_ENGINE_SAMPLER_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <random>

@@ -10,7 +10,7 @@
 #ifndef KILN_RUNTIME_ENGINE_STEPPROFILE_H
 #define KILN_RUNTIME_ENGINE_STEPPROFILE_H
 
-#include "runtime/engine/KernelAbi.h"
+#include "support/abi/KernelAbi.h"
 
 #include <array>
 #include <cstdint>

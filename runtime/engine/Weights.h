@@ -14,7 +14,7 @@
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/cpu/Types.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <string>
 #include <vector>

@@ -9,7 +9,7 @@
 #define KILN_RUNTIME_HIP_HIPSYMBOLS_H
 
 #include "runtime/hip/HipApi.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <memory>
 #include <string>

@@ -10,7 +10,7 @@
 #ifndef KILN_RUNTIME_SUPPORT_NPY_H
 #define KILN_RUNTIME_SUPPORT_NPY_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 #include "runtime/tokenizer/Bpe.h"
 
-#include "runtime/tokenizer/ByteLevel.h"
+#include "support/tokenizer/ByteLevel.h"
 
 #include <algorithm>
 

@@ -10,7 +10,7 @@
 #ifndef KILN_RUNTIME_TOKENIZER_BPE_H
 #define KILN_RUNTIME_TOKENIZER_BPE_H
 
-#include "runtime/tokenizer/TokenizerData.h"
+#include "support/tokenizer/TokenizerData.h"
 
 #include <array>
 #include <string_view>

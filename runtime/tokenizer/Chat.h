@@ -14,7 +14,7 @@
 #ifndef KILN_RUNTIME_TOKENIZER_CHAT_H
 #define KILN_RUNTIME_TOKENIZER_CHAT_H
 
-#include "runtime/tokenizer/TokenizerData.h"
+#include "support/tokenizer/TokenizerData.h"
 
 #include <string>
 #include <vector>

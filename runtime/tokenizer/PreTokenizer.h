@@ -10,7 +10,7 @@
 #define KILN_RUNTIME_TOKENIZER_PRETOKENIZER_H
 
 #include "runtime/tokenizer/Regex.h"
-#include "runtime/tokenizer/TokenizerData.h"
+#include "support/tokenizer/TokenizerData.h"
 
 #include <deque>
 #include <string_view>

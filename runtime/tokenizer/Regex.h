@@ -9,7 +9,7 @@
 #ifndef KILN_RUNTIME_TOKENIZER_REGEX_H
 #define KILN_RUNTIME_TOKENIZER_REGEX_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <memory>

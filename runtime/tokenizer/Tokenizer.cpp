@@ -2,8 +2,8 @@
 
 #include "runtime/tokenizer/Tokenizer.h"
 
-#include "runtime/tokenizer/ByteLevel.h"
-#include "runtime/tokenizer/Utf8.h"
+#include "support/tokenizer/ByteLevel.h"
+#include "support/tokenizer/Utf8.h"
 
 #include <cstdio>
 

@@ -15,7 +15,7 @@
 #include "runtime/tokenizer/Bpe.h"
 #include "runtime/tokenizer/Chat.h"
 #include "runtime/tokenizer/PreTokenizer.h"
-#include "runtime/tokenizer/TokenizerData.h"
+#include "support/tokenizer/TokenizerData.h"
 
 #include <string>
 #include <string_view>

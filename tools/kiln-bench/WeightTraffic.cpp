@@ -2,7 +2,7 @@
 
 #include "tools/kiln-bench/WeightTraffic.h"
 
-#include "runtime/engine/KernelAbi.h"
+#include "support/abi/KernelAbi.h"
 
 #include <cmath>
 #include <set>

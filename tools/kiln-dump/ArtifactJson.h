@@ -12,7 +12,7 @@
 #define KILN_TOOLS_KILN_DUMP_ARTIFACTJSON_H
 
 #include "runtime/artifact/Artifact.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <nlohmann/json.hpp>
 

@@ -26,7 +26,7 @@
 #ifndef KILN_PASSES_CODEGEN_X86_X86CODEGEN_H
 #define KILN_PASSES_CODEGEN_X86_X86CODEGEN_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>

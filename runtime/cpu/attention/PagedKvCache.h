@@ -11,7 +11,7 @@
 #define KILN_RUNTIME_CPU_ATTENTION_PAGEDKVCACHE_H
 
 #include "runtime/cpu/Types.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <vector>

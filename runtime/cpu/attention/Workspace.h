@@ -12,7 +12,7 @@
 #ifndef KILN_RUNTIME_CPU_ATTENTION_WORKSPACE_H
 #define KILN_RUNTIME_CPU_ATTENTION_WORKSPACE_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -4,7 +4,7 @@
 #define KILN_TEST_UNIT_CHECKPOINT_TESTUTIL_H
 
 #include "frontends/glm/SafetensorsWriter.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #define KILN_TEST_UNIT_ENGINE_TINYARTIFACT_H
 
 #include "runtime/artifact/kiln_artifact_generated.h"
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 //===- TokenizerBehaviorTest.cpp - Round trips, streaming, limits ---------===//
 
-#include "runtime/tokenizer/Utf8.h"
+#include "support/tokenizer/Utf8.h"
 #include "test/unit/tokenizer/TokenizerTestUtil.h"
 
 #include <random>

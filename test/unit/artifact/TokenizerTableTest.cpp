@@ -1,6 +1,6 @@
 //===- TokenizerTableTest.cpp - TokenizerData <-> the artifact table ------===//
 
-#include "runtime/engine/TokenizerTable.h"
+#include "runtime/artifact/TokenizerTable.h"
 #include "runtime/tokenizer/Tokenizer.h"
 #include "test/unit/Fixtures.h"
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-namespace kiln::engine {
+namespace kiln::artifact {
 namespace {
 
 /// Serializes `data` as the root of a buffer and reads it back.
@@ -142,4 +142,4 @@ TEST(TokenizerTableTest, ReaderRejectsMalformedTables) {
 }
 
 } // namespace
-} // namespace kiln::engine
+} // namespace kiln::artifact

@@ -1,8 +1,8 @@
 //===- ByteLevel.cpp - GPT-2 byte-level alphabet --------------------------===//
 
-#include "runtime/tokenizer/ByteLevel.h"
+#include "support/tokenizer/ByteLevel.h"
 
-#include "runtime/tokenizer/Utf8.h"
+#include "support/tokenizer/Utf8.h"
 
 #include <array>
 

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
-#define KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
+#ifndef KILN_SUPPORT_TOKENIZER_TOKENIZERDATA_H
+#define KILN_SUPPORT_TOKENIZER_TOKENIZERDATA_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>
@@ -146,4 +146,4 @@ parseTokenizerJsonText(const std::string &text,
 
 } // namespace kiln
 
-#endif // KILN_RUNTIME_TOKENIZER_TOKENIZERDATA_H
+#endif // KILN_SUPPORT_TOKENIZER_TOKENIZERDATA_H

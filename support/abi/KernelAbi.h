@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_ENGINE_KERNELABI_H
-#define KILN_RUNTIME_ENGINE_KERNELABI_H
+#ifndef KILN_SUPPORT_ABI_KERNELABI_H
+#define KILN_SUPPORT_ABI_KERNELABI_H
 
 #include <cstdint>
 #include <string_view>
@@ -94,4 +94,4 @@ enum PlanOutput : uint32_t { kOutputLogits = 0, kOutputHidden = 1 };
 
 } // namespace kiln::abi
 
-#endif // KILN_RUNTIME_ENGINE_KERNELABI_H
+#endif // KILN_SUPPORT_ABI_KERNELABI_H

@@ -1,10 +1,10 @@
 //===- TokenizerTable.cpp - TokenizerData <-> the artifact table ----------===//
 
-#include "runtime/engine/TokenizerTable.h"
+#include "runtime/artifact/TokenizerTable.h"
 
 #include <cstring>
 
-namespace kiln::engine {
+namespace kiln::artifact {
 namespace {
 
 using flatbuffers::FlatBufferBuilder;
@@ -192,4 +192,4 @@ Result<TokenizerData> tokenizerFromFlatbuffer(const fb::Tokenizer &table) {
   return data;
 }
 
-} // namespace kiln::engine
+} // namespace kiln::artifact

@@ -1,6 +1,6 @@
 //===- Utf8.cpp - UTF-8 validation and helpers ----------------------------===//
 
-#include "runtime/tokenizer/Utf8.h"
+#include "support/tokenizer/Utf8.h"
 
 namespace kiln {
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_SUPPORT_STATUS_H
-#define KILN_RUNTIME_SUPPORT_STATUS_H
+#ifndef KILN_SUPPORT_STATUS_H
+#define KILN_SUPPORT_STATUS_H
 
 #include <optional>
 #include <sstream>
@@ -144,4 +144,4 @@ private:
     return tmp.status();                                                       \
   lhs = std::move(tmp).value()
 
-#endif // KILN_RUNTIME_SUPPORT_STATUS_H
+#endif // KILN_SUPPORT_STATUS_H

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_TOKENIZER_UTF8_H
-#define KILN_RUNTIME_TOKENIZER_UTF8_H
+#ifndef KILN_SUPPORT_TOKENIZER_UTF8_H
+#define KILN_SUPPORT_TOKENIZER_UTF8_H
 
 #include <cstddef>
 #include <cstdint>
@@ -33,4 +33,4 @@ size_t completeUtf8Prefix(std::string_view bytes);
 
 } // namespace kiln
 
-#endif // KILN_RUNTIME_TOKENIZER_UTF8_H
+#endif // KILN_SUPPORT_TOKENIZER_UTF8_H

@@ -1,6 +1,6 @@
 //===- MappedFile.cpp - A read-only memory-mapped file --------------------===//
 
-#include "runtime/support/MappedFile.h"
+#include "support/MappedFile.h"
 
 #include <cerrno>
 #include <cstring>

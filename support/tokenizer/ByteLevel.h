@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_TOKENIZER_BYTELEVEL_H
-#define KILN_RUNTIME_TOKENIZER_BYTELEVEL_H
+#ifndef KILN_SUPPORT_TOKENIZER_BYTELEVEL_H
+#define KILN_SUPPORT_TOKENIZER_BYTELEVEL_H
 
 #include <cstdint>
 #include <string>
@@ -31,4 +31,4 @@ bool appendFromByteLevel(std::string_view token, std::string &out);
 
 } // namespace kiln
 
-#endif // KILN_RUNTIME_TOKENIZER_BYTELEVEL_H
+#endif // KILN_SUPPORT_TOKENIZER_BYTELEVEL_H

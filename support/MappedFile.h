@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_SUPPORT_MAPPEDFILE_H
-#define KILN_RUNTIME_SUPPORT_MAPPEDFILE_H
+#ifndef KILN_SUPPORT_MAPPEDFILE_H
+#define KILN_SUPPORT_MAPPEDFILE_H
 
-#include "runtime/support/Status.h"
+#include "support/Status.h"
 
 #include <cstdint>
 #include <string>
@@ -42,4 +42,4 @@ private:
 
 } // namespace kiln
 
-#endif // KILN_RUNTIME_SUPPORT_MAPPEDFILE_H
+#endif // KILN_SUPPORT_MAPPEDFILE_H

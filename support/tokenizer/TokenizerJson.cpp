@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/tokenizer/ByteLevel.h"
-#include "runtime/tokenizer/TokenizerData.h"
+#include "support/tokenizer/ByteLevel.h"
+#include "support/tokenizer/TokenizerData.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,8 +2,8 @@
 //
 // The compiler stores the tokenizer it parsed from tokenizer.json in the
 // artifact's Tokenizer table; the runtime reads it back. Only FlatBuffers and
-// TokenizerData are involved, so the compiler can link this without the rest
-// of the engine.
+// the shared TokenizerData (support/tokenizer) are involved: part of the
+// artifact schema the compiler may use.
 //
 // The table holds one optional Split step (pattern + behavior) followed by
 // the ByteLevel flags (add_prefix_space, use_regex). TokenizerData that the
@@ -14,16 +14,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_RUNTIME_ENGINE_TOKENIZERTABLE_H
-#define KILN_RUNTIME_ENGINE_TOKENIZERTABLE_H
+#ifndef KILN_RUNTIME_ARTIFACT_TOKENIZERTABLE_H
+#define KILN_RUNTIME_ARTIFACT_TOKENIZERTABLE_H
 
 #include "runtime/artifact/kiln_artifact_generated.h"
-#include "runtime/support/Status.h"
-#include "runtime/tokenizer/TokenizerData.h"
+#include "support/Status.h"
+#include "support/tokenizer/TokenizerData.h"
 
 #include <string>
 
-namespace kiln::engine {
+namespace kiln::artifact {
 
 /// Serializes `data` (and the checkpoint's chat template, kept verbatim for
 /// kiln-dump) into `builder`.
@@ -36,6 +36,6 @@ tokenizerToFlatbuffer(flatbuffers::FlatBufferBuilder &builder,
 /// ("tokenizer.merges[12]: ...").
 Result<TokenizerData> tokenizerFromFlatbuffer(const fb::Tokenizer &table);
 
-} // namespace kiln::engine
+} // namespace kiln::artifact
 
-#endif // KILN_RUNTIME_ENGINE_TOKENIZERTABLE_H
+#endif // KILN_RUNTIME_ARTIFACT_TOKENIZERTABLE_H
