@@ -28,6 +28,8 @@
 #include "tools/kiln-bench/MemoryBandwidth.h"
 #include "tools/kiln-bench/WeightTraffic.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,6 +64,7 @@ struct Options {
   int spec = 0;
   std::string device = "cpu";
   std::string results;
+  std::string json;
   std::string label;
   std::string command;
 };
@@ -86,6 +89,8 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --results FILE        append a Markdown table (default bench/RESULTS.md
                         when it exists; /dev/null for none)
   --label TEXT          the table's title
+  --json FILE           also write every row, the CPU and the kernel path as
+                        JSON (weight bytes per token, fraction of the floor)
   -h, --help            this help
 )";
 
@@ -203,6 +208,8 @@ Options parse(int argc, char **argv) {
       o.results = value();
     else if (a == "--label")
       o.label = value();
+    else if (a == "--json")
+      o.json = value();
     else if (!a.empty() && a[0] == '-')
       usage("unknown option '" + a + "'");
     else if (o.model.empty())
@@ -234,7 +241,40 @@ struct Row {
   int threads;
   int64_t batch;
   double tokPerSec, msPerStep, gbPerSec, membw;
+  double weightBytesPerToken = 0; // decode rows
 };
+
+/// The rows as one JSON document, for scripts.
+void writeJson(const Options &o, const std::vector<Row> &rows) {
+  if (o.json.empty())
+    return;
+  const cpu::CpuFeatures &f = cpu::cpuFeatures();
+  nlohmann::json doc;
+  doc["command"] = o.command;
+  doc["label"] = o.label;
+  doc["cpu"] = {{"model", f.model},
+                {"features", f.list()},
+                {"kernel_path", std::string(cpu::cpuPathName(cpu::cpuPath()))}};
+  doc["rows"] = nlohmann::json::array();
+  for (const Row &r : rows) {
+    nlohmann::json row = {{"what", r.what},
+                          {"threads", r.threads},
+                          {"batch", r.batch},
+                          {"tok_per_s", r.tokPerSec},
+                          {"ms_per_step", r.msPerStep},
+                          {"weight_gb_per_s", r.gbPerSec},
+                          {"read_gb_per_s", r.membw},
+                          {"weight_bytes_per_token", r.weightBytesPerToken}};
+    row["floor_fraction"] = r.gbPerSec > 0 && r.membw > 0
+                                ? nlohmann::json(r.gbPerSec / r.membw)
+                                : nlohmann::json(nullptr);
+    doc["rows"].push_back(std::move(row));
+  }
+  std::ofstream out(o.json);
+  out << doc.dump(2) << "\n";
+  if (!out)
+    std::fprintf(stderr, "kiln-bench: cannot write %s\n", o.json.c_str());
+}
 
 void appendResults(const Options &o, const std::vector<Row> &rows) {
   if (o.results.empty())
@@ -520,7 +560,7 @@ int main(int argc, char **argv) {
       double bytes = bench::planWeightBytes(model.artifact(), *plan, batch);
       double gbps = bytes / mean / 1e9;
       rows.push_back({"decode", threads, batch, double(batch) / mean,
-                      mean * 1e3, gbps, membw});
+                      mean * 1e3, gbps, membw, bytes / double(batch)});
       std::printf("decode batch %lld, %d thread(s): %.2f ms/step (best %.2f), "
                   "%.1f tok/s, weights %.3f GB/step -> %.2f GB/s%s\n",
                   (long long)batch, threads, mean * 1e3, best * 1e3,
@@ -535,5 +575,6 @@ int main(int argc, char **argv) {
     }
   }
   appendResults(o, rows);
+  writeJson(o, rows);
   return 0;
 }
