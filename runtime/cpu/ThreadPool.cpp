@@ -124,6 +124,7 @@ int kiln::cpu::availableCpus() {
 ThreadPool::ThreadPool(int threads, PoolOptions options)
     : threads_(std::max(1, threads)), cpus_(allowedCpus()) {
   const int cpuCount = std::max<int>(1, int(cpus_.size()));
+  oversubscribed_ = threads_ > cpuCount;
   spinMicros_ = options.spinMicros >= 0 ? options.spinMicros
                                         : defaultSpinMicros(threads_, cpuCount);
   if (options.pinThreads) {
@@ -199,8 +200,7 @@ void ThreadPool::parallelFor(
   auto allDone = [&] {
     return finished_.load(std::memory_order_acquire) == int32_t(chunks);
   };
-  const bool oversubscribed = threads_ > int(cpus_.size());
-  while (!spinUntil(spinMicros_, oversubscribed, allDone)) {
+  while (!spinUntil(spinMicros_, oversubscribed_, allDone)) {
     callerSleeping_.store(1, std::memory_order_seq_cst);
     int32_t done = finished_.load(std::memory_order_seq_cst);
     if (done != int32_t(chunks))
@@ -237,12 +237,11 @@ void ThreadPool::runChunks(uint32_t generation, int worker) {
 
 void ThreadPool::workerLoop(int index) {
   uint32_t seen = 0;
-  const bool oversubscribed = threads_ > int(cpus_.size());
   for (;;) {
     auto changed = [&] {
       return generation_.load(std::memory_order_acquire) != seen;
     };
-    while (!spinUntil(spinMicros_, oversubscribed, changed)) {
+    while (!spinUntil(spinMicros_, oversubscribed_, changed)) {
       sleepingWorkers_.fetch_add(1, std::memory_order_seq_cst);
       if (generation_.load(std::memory_order_seq_cst) == seen)
         futexWait(generation_, seen);

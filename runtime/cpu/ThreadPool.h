@@ -76,6 +76,8 @@ private:
 
   int threads_;
   int spinMicros_;
+  /// More threads than CPUs: spinning threads also yield.
+  bool oversubscribed_ = false;
   std::string pinError_;
   std::vector<int> cpus_;
   bool callerPinned_ = false;

@@ -127,7 +127,7 @@ void printProfile(engine::Model &model, const std::string &what, int64_t steps,
                "kiln-bench: %s\nusage: kiln-bench MODEL.kiln [--threads N,...] "
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
                "[--membw] [--spec K] [--device cpu|hip] [--cpu-affinity] "
-               "[--profile] [--results FILE] "
+               "[--profile] [--cpu-path PATH] [--results FILE] [--json FILE] "
                "[--label TEXT]\n       "
                "kiln-bench "
                "--membw [--threads N,...]\n",

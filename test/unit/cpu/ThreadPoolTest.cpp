@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -145,6 +146,27 @@ TEST(ThreadPool, PinningWithinTheAffinityMask) {
       std::string::npos)
       << tooMany.pinError();
   expectCovered(tooMany, 100, 1);
+}
+
+} // namespace
+
+namespace {
+
+// $KILN_SPIN_US sets the default spin budget; a value that is not a whole
+// number of microseconds in [0, 1e6] is ignored. An explicit option wins.
+TEST(ThreadPool, SpinBudgetFromTheEnvironment) {
+  ASSERT_EQ(setenv("KILN_SPIN_US", "7", 1), 0);
+  EXPECT_EQ(ThreadPool(1).spinMicros(), 7);
+  PoolOptions explicitSpin;
+  explicitSpin.spinMicros = 3;
+  EXPECT_EQ(ThreadPool(1, explicitSpin).spinMicros(), 3);
+  for (const char *bad : {"x", "7us", "-1", "2000000", ""}) {
+    ASSERT_EQ(setenv("KILN_SPIN_US", bad, 1), 0);
+    EXPECT_EQ(ThreadPool(1).spinMicros(), ThreadPool::kDefaultSpinMicros)
+        << "'" << bad << "'";
+  }
+  unsetenv("KILN_SPIN_US");
+  EXPECT_EQ(ThreadPool(1).spinMicros(), ThreadPool::kDefaultSpinMicros);
 }
 
 } // namespace
