@@ -174,6 +174,35 @@ Status Model::attachDevice(std::unique_ptr<PlanDevice> device) {
   return Status::ok();
 }
 
+Status Model::usePool(int64_t pages, int64_t pageRows) {
+  if (device_)
+    return makeError(StatusCode::FailedPrecondition,
+                     "the page pool runs on the CPU caches; this model's "
+                     "plans run on ", device_->name());
+  for (size_t i = 0; i < sequenceUsed_.size(); ++i)
+    if (sequenceLength(int32_t(i)) > 0 ||
+        sequenceLength(int32_t(i), kDraftCaches) > 0)
+      return makeError(StatusCode::FailedPrecondition,
+                       "usePool: sequence ", i, " already holds rows");
+  for (auto &cache : caches_) {
+    auto pooled = std::make_unique<cpu::PagedKvCache>(
+        cache->width(), cache->elem(), pageRows);
+    KILN_RETURN_IF_ERROR(pooled->usePool(pages).withContext(
+        "KV pool of " + std::to_string(pages) + " pages"));
+    cache = std::move(pooled);
+  }
+  return Status::ok();
+}
+
+Status Model::setPageTable(int32_t seq, const int32_t *pages, int64_t count,
+                           int64_t mainRows, int64_t draftRows) {
+  for (size_t i = 0; i < caches_.size(); ++i)
+    KILN_RETURN_IF_ERROR(caches_[i]->setTable(
+        seq, pages, count,
+        cacheOwners_[i] == kDraftCaches ? draftRows : mainRows));
+  return Status::ok();
+}
+
 Result<int32_t> Model::openSequence() {
   for (size_t i = 0; i < sequenceUsed_.size(); ++i)
     if (!sequenceUsed_[i]) {

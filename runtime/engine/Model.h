@@ -131,6 +131,17 @@ public:
   int64_t sequenceLength(int32_t seq,
                          std::string_view owner = kMainCaches) const;
 
+  // --- The serving engine's page pool (runtime/serve/) ----------------
+
+  /// Rebuilds every cache in pooled mode: `pages` pages of `pageRows` rows
+  /// each, page id i at the same place in every cache. CPU caches only, and
+  /// only while no sequence holds rows.
+  Status usePool(int64_t pages, int64_t pageRows);
+  /// Pooled mode: sequence `seq` gets pages[0, count) in every cache, with
+  /// `mainRows` rows in the main caches and `draftRows` in the draft ones.
+  Status setPageTable(int32_t seq, const int32_t *pages, int64_t count,
+                      int64_t mainRows, int64_t draftRows);
+
   size_t cacheCount() const { return caches_.size(); }
   const cpu::PagedKvCache &cache(size_t i) const { return *caches_[i]; }
   const std::string &cacheOwner(size_t i) const { return cacheOwners_[i]; }

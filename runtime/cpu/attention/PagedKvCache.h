@@ -5,6 +5,12 @@
 // truncate() rolls a sequence back (rejected speculative tokens); the rows
 // past the new length are simply forgotten and rewritten by later appends.
 //
+// Pooled mode (usePool) is the serving engine's: the cache holds a fixed
+// array of pages addressed by page id, and the engine, which owns the page
+// accounting (runtime/serve/KvPool.h), sets each sequence's page table. Then
+// ensure() never allocates (a row past the table is an error) and truncate()
+// only shortens the length: the pages stay the engine's.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_CPU_ATTENTION_PAGEDKVCACHE_H
@@ -42,6 +48,20 @@ public:
   /// Rows currently held by `seq` (0 for unknown ids).
   int64_t rows(int32_t seq) const;
 
+  /// Switches to pooled mode with `pages` pages of storage (reserved, not
+  /// touched). Only while no sequence holds rows.
+  Status usePool(int64_t pages);
+  bool pooled() const { return pool_ != nullptr; }
+  /// Pooled mode: `seq`'s pages become pages[0, count) (page ids below the
+  /// pool size) and its length `rows` (<= count * pageRows).
+  Status setTable(int32_t seq, const int32_t *pages, int64_t count,
+                  int64_t rows);
+  int64_t pageRows() const { return pageRows_; }
+  int64_t width() const { return width_; }
+  CacheElem elem() const { return elem_; }
+  /// Bytes of one row (one token of one sequence).
+  int64_t rowBytes() const { return width_ * (elem_ == CacheElem::F32 ? 4 : 2); }
+
   int64_t pagesInUse() const { return allocated_ - int64_t(free_.size()); }
   int64_t pagesAllocated() const { return allocated_; }
   KvView view() const;
@@ -55,6 +75,9 @@ private:
   std::vector<int64_t> rows_;
   std::vector<uint8_t *> free_;
   int64_t allocated_ = 0;
+  // Pooled mode: the storage of page id i is pool_ + i * pageBytes().
+  uint8_t *pool_ = nullptr;
+  int64_t poolPages_ = 0;
 };
 
 } // namespace kiln::cpu

@@ -1,0 +1,711 @@
+//===- Engine.cpp ---------------------------------------------------------===//
+
+#include "runtime/serve/Engine.h"
+#include "runtime/engine/SpecSampling.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+using namespace kiln;
+using namespace kiln::serve;
+using engine::kDecodePlan;
+using engine::kDraftPlan;
+using engine::kPrefillPlan;
+using engine::Model;
+using engine::PlanInputs;
+using engine::PlanOutputs;
+
+namespace {
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+/// MemAvailable of /proc/meminfo in bytes (0 if unknown).
+int64_t hostMemoryAvailable() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  int64_t kb = 0;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:")
+      return kb * 1024;
+  return 0;
+}
+
+} // namespace
+
+struct Engine::Req {
+  RequestId id = -1;
+  RequestParams params;
+  engine::Sampler sampler;
+  std::mt19937_64 specRng;
+  std::vector<int32_t> tokens; // prompt + generated
+  int64_t computed = 0;        // rows in the main caches
+  int64_t draftLen = 0;        // rows in the draft caches
+  std::vector<float> pendingHidden; // target hiddens of [draftLen, computed)
+  std::vector<int32_t> pages;       // page table
+  int64_t cachedPages = 0;          // leading pages given to the prefix cache
+  int32_t seq = -1;                 // the Model's sequence id while admitted
+  bool admitted = false;            // ever
+  bool cancelled = false;
+  double submitT = 0, lastTokenT = 0;
+  RequestOutput out;
+  // This step.
+  int64_t rows = 0; // target rows scheduled
+  int k = 0;        // drafts
+  std::vector<int32_t> drafts;
+  std::vector<float> q; // [k, vocab] draft distributions (sampling)
+  std::vector<float> g; // draft hidden to chain from
+
+  explicit Req(const engine::SamplingParams &s)
+      : sampler(s), specRng(s.seed ^ 0x9E3779B97F4A7C15ull) {}
+  int64_t promptLen() const { return int64_t(out.prompt.size()); }
+  int64_t pending() const { return int64_t(tokens.size()) - computed; }
+};
+
+struct Engine::Batch {
+  std::vector<Req *> reqs;
+  int64_t budget = 0;
+};
+
+std::string KvLayout::describe(int64_t contextLength) const {
+  std::ostringstream os;
+  for (const Kind &k : kinds)
+    os << "kv cache " << k.name << ": " << k.caches << " cache(s), "
+       << k.bytesPerToken << " bytes/token\n";
+  os << "kv pool: " << bytesPerToken << " bytes/token, " << pages
+     << " pages of " << pageRows << " tokens (" << pageBytes
+     << " bytes), " << maxTokens() << " tokens";
+  if (contextLength > 0)
+    os << ", " << maxTokens() / contextLength << " sequence(s) at the full "
+       << contextLength << "-token context";
+  os << ", " << double(pages * pageBytes) / double(1 << 30) << " GiB";
+  return os.str();
+}
+
+Engine::Engine(Model &model, const EngineOptions &options)
+    : model_(model), options_(options),
+      pool_(0, std::max<int64_t>(options.pageRows, 1)), prefix_(pool_) {}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::create(Model &model,
+                                               const EngineOptions &options) {
+  if (options.pageRows < 1 || options.pageRows > 65536)
+    return makeError(StatusCode::InvalidArgument, "page size ",
+                     options.pageRows, " tokens, expected 1 to 65536");
+  if (options.maxBatchedTokens < 1)
+    return makeError(StatusCode::InvalidArgument, "max batched tokens ",
+                     options.maxBatchedTokens, ", expected >= 1");
+  if (options.maxRunning < 1)
+    return makeError(StatusCode::InvalidArgument, "max running requests ",
+                     options.maxRunning, ", expected >= 1");
+  if (options.specK < 0 || options.specK > 16)
+    return makeError(StatusCode::InvalidArgument, "--spec must be 0 to 16, "
+                     "found ", options.specK);
+  if (options.specK > 0 && !model.hasPlan(kDraftPlan))
+    return makeError(StatusCode::FailedPrecondition,
+                     "this artifact has no draft plan (no MTP layer): "
+                     "speculative decoding needs one; use --spec 0");
+  if (options.specK > 0 && options.maxBatchedTokens < options.specK + 1)
+    return makeError(StatusCode::InvalidArgument, "max batched tokens ",
+                     options.maxBatchedTokens, " cannot hold one verify round "
+                     "of ", options.specK + 1, " rows");
+  if (!model.hasPlan(kPrefillPlan))
+    return makeError(StatusCode::NotFound, "the engine needs a '",
+                     kPrefillPlan, "' plan");
+
+  KvLayout layout;
+  layout.pageRows = options.pageRows;
+  const fb::Artifact &meta = *model.artifact().meta();
+  for (size_t i = 0; i < model.cacheCount(); ++i) {
+    std::string name = meta.caches()->Get(uint32_t(i))->name()->str();
+    std::string kind = model.cacheOwner(i) + " " +
+                       name.substr(name.find_last_of('.') + 1);
+    auto it = std::find_if(layout.kinds.begin(), layout.kinds.end(),
+                           [&](const KvLayout::Kind &k) { return k.name == kind; });
+    if (it == layout.kinds.end())
+      it = layout.kinds.insert(layout.kinds.end(), {kind, 0, 0});
+    ++it->caches;
+    it->bytesPerToken += model.cache(i).rowBytes();
+    layout.bytesPerToken += model.cache(i).rowBytes();
+  }
+  if (layout.bytesPerToken <= 0)
+    return makeError(StatusCode::FailedPrecondition,
+                     "the artifact declares no KV cache");
+  layout.pageBytes = layout.bytesPerToken * options.pageRows;
+  int64_t budget = options.kvMemoryBytes;
+  if (budget <= 0) {
+    int64_t avail = hostMemoryAvailable();
+    if (avail <= 0)
+      return makeError(StatusCode::FailedPrecondition,
+                       "cannot read the available memory (/proc/meminfo): "
+                       "give the KV memory in bytes");
+    budget = int64_t(double(avail) * options.kvMemoryFraction);
+  }
+  layout.pages = budget / layout.pageBytes;
+  if (layout.pages < 1)
+    return makeError(StatusCode::InvalidArgument, "KV memory of ", budget,
+                     " bytes holds no page of ", layout.pageBytes, " bytes (",
+                     options.pageRows, " tokens x ", layout.bytesPerToken,
+                     " bytes/token)");
+  if (layout.pages > (int64_t(1) << 30))
+    layout.pages = int64_t(1) << 30;
+  KILN_RETURN_IF_ERROR(model.usePool(layout.pages, options.pageRows));
+
+  std::unique_ptr<Engine> e(new Engine(model, options));
+  e->layout_ = layout;
+  e->pool_ = KvPool(layout.pages, options.pageRows);
+  e->vocab_ = model.plan(kPrefillPlan)->vocab();
+  e->hidden_ = model.info().hiddenSize;
+  e->defaultStops_ =
+      model.tokenizer() ? model.tokenizer()->stopIds() : model.info().eosIds;
+  e->metrics_.specReachedAt.assign(size_t(options.specK), 0);
+  e->metrics_.specAcceptedAt.assign(size_t(options.specK), 0);
+  e->updateGauges();
+  return e;
+}
+
+Result<RequestId> Engine::submit(RequestParams params) {
+  auto refuse = [&](StatusCode code, auto &&...args) -> Status {
+    ++metrics_.requestsRefused;
+    return makeError(code, args...);
+  };
+  const int64_t n = int64_t(params.prompt.size());
+  if (n == 0)
+    return refuse(StatusCode::InvalidArgument, "the prompt is empty");
+  for (int64_t i = 0; i < n; ++i)
+    if (params.prompt[i] < 0 || params.prompt[i] >= vocab_)
+      return refuse(StatusCode::InvalidArgument, "prompt token ", i, " is ",
+                    params.prompt[i], ", expected 0 to ", vocab_ - 1);
+  if (params.maxTokens < 1)
+    return refuse(StatusCode::InvalidArgument, "max tokens ",
+                  params.maxTokens, ", expected >= 1");
+  if (Status s = params.sampling.check(); !s.isOk()) {
+    ++metrics_.requestsRefused;
+    return s;
+  }
+  const int64_t maxPos = model_.info().maxPositions;
+  if (maxPos > 0 && n + params.maxTokens > maxPos)
+    return refuse(StatusCode::OutOfRange, "prompt of ", n, " tokens + ",
+                  params.maxTokens, " max tokens = ", n + params.maxTokens,
+                  " exceeds the model's context of ", maxPos, " positions");
+  const int64_t need = pool_.pagesFor(n + params.maxTokens + options_.specK);
+  if (need > pool_.pages())
+    return refuse(StatusCode::ResourceExhausted, "prompt of ", n,
+                  " tokens + ", params.maxTokens, " max tokens needs ", need,
+                  " KV pages of ", pool_.pageRows(),
+                  " tokens, but the whole pool has ", pool_.pages(),
+                  " pages (", pool_.pages() * pool_.pageRows(), " tokens)");
+
+  auto r = std::make_unique<Req>(params.sampling);
+  r->id = nextId_++;
+  r->tokens = params.prompt;
+  r->out.request = r->id;
+  r->out.id = params.id;
+  r->out.prompt = params.prompt;
+  r->out.specReached.assign(size_t(options_.specK), 0);
+  r->out.specAccepted.assign(size_t(options_.specK), 0);
+  if (params.stopIds.empty())
+    params.stopIds = defaultStops_;
+  r->params = std::move(params);
+  r->submitT = now();
+  ++metrics_.requestsSubmitted;
+  metrics_.promptTokens += n;
+  waiting_.push_back(r.get());
+  RequestId id = r->id;
+  requests_.emplace(id, std::move(r));
+  updateGauges();
+  return id;
+}
+
+void Engine::cancel(RequestId id) {
+  auto it = requests_.find(id);
+  if (it != requests_.end())
+    it->second->cancelled = true;
+}
+
+std::vector<RequestOutput> Engine::takeFinished() {
+  std::vector<RequestOutput> out;
+  out.swap(finished_);
+  return out;
+}
+
+bool Engine::isStop(const Req &r, int32_t token) const {
+  if (r.params.ignoreEos)
+    return false;
+  const auto &s = r.params.stopIds;
+  return std::find(s.begin(), s.end(), token) != s.end();
+}
+
+void Engine::release(Req &r) {
+  for (int32_t p : r.pages)
+    pool_.release(p);
+  r.pages.clear();
+  r.cachedPages = 0;
+  r.computed = r.draftLen = 0;
+  r.pendingHidden.clear();
+  if (r.seq >= 0)
+    model_.closeSequence(r.seq);
+  r.seq = -1;
+}
+
+void Engine::preempt(Req &r) {
+  release(r);
+  r.rows = 0;
+  running_.erase(std::find(running_.begin(), running_.end(), &r));
+  waiting_.push_front(&r);
+  ++r.out.preemptions;
+  ++metrics_.preemptions;
+}
+
+void Engine::finish(Req &r, FinishReason reason, std::string error) {
+  if (reason != FinishReason::Error && reason != FinishReason::Cancelled)
+    cachePages(r);
+  release(r);
+  auto it = std::find(running_.begin(), running_.end(), &r);
+  if (it != running_.end())
+    running_.erase(it);
+  auto wt = std::find(waiting_.begin(), waiting_.end(), &r);
+  if (wt != waiting_.end())
+    waiting_.erase(wt);
+  RequestOutput out = std::move(r.out);
+  out.finish = reason;
+  out.error = std::move(error);
+  out.e2eS = now() - r.submitT;
+  if (const Tokenizer *tok = model_.tokenizer()) {
+    Result<std::string> text = tok->decode(out.ids);
+    if (text.isOk()) {
+      out.text = std::move(text).value();
+      for (const std::string &s : r.params.stopStrings) {
+        size_t at = s.empty() ? std::string::npos : out.text.find(s);
+        if (at != std::string::npos)
+          out.text.resize(at);
+      }
+    }
+  }
+  ++metrics_.requestsFinished;
+  finished_.push_back(std::move(out));
+  requests_.erase(r.id); // destroys r
+}
+
+bool Engine::ensurePages(Req &r, int64_t rows, Batch &batch) {
+  while (true) {
+    int64_t need = pool_.pagesFor(rows) - int64_t(r.pages.size());
+    if (need <= 0 || pool_.take(need, r.pages))
+      return true;
+    metrics_.evictedPages += prefix_.evict(need);
+    if (pool_.freePages() >= need)
+      continue;
+    Req *victim = running_.back();
+    if (victim->rows > 0) {
+      batch.budget += victim->rows;
+      batch.reqs.erase(
+          std::find(batch.reqs.begin(), batch.reqs.end(), victim));
+    }
+    preempt(*victim);
+    if (victim == &r)
+      return false;
+  }
+}
+
+bool Engine::admit(Req &r, int64_t budget) {
+  const int64_t P = pool_.pageRows();
+  if (r.pages.empty() && options_.prefixCache) {
+    // Never the last token: its row gives the logits.
+    std::vector<int32_t> hit =
+        prefix_.match(r.tokens.data(), int64_t(r.tokens.size()) - 1);
+    for (int32_t p : hit)
+      pool_.retain(p);
+    r.pages = hit;
+    r.cachedPages = int64_t(hit.size());
+    r.computed = r.draftLen = int64_t(hit.size()) * P;
+  }
+  const int64_t n = std::min(r.pending(), budget);
+  const int64_t need = pool_.pagesFor(r.computed + n) - int64_t(r.pages.size());
+  if (pool_.freePages() < need)
+    metrics_.evictedPages += prefix_.evict(need);
+  if (pool_.freePages() < need) {
+    release(r);
+    return false;
+  }
+  pool_.take(need, r.pages);
+  Result<int32_t> seq = model_.openSequence();
+  if (!seq.isOk()) {
+    release(r);
+    return false;
+  }
+  r.seq = *seq;
+  metrics_.prefixQueriedTokens += int64_t(r.tokens.size());
+  metrics_.prefixHitTokens += r.computed;
+  if (!r.admitted) {
+    r.admitted = true;
+    r.out.cachedTokens = r.computed;
+    r.out.queueS = now() - r.submitT;
+  }
+  r.rows = n;
+  return true;
+}
+
+void Engine::schedule(Batch &batch) {
+  batch.budget = options_.maxBatchedTokens;
+  const int64_t maxPos = model_.info().maxPositions;
+  for (Req *r : running_)
+    r->rows = 0, r->k = 0;
+  // Decodes first, then the next chunk of each prompt, in admission order.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Req *r = running_[i];
+      bool decoding = r->pending() == 1 && r->computed >= r->promptLen();
+      if (r->rows > 0 || decoding != (pass == 0) || batch.budget == 0)
+        continue;
+      int64_t rows = std::min(r->pending(), batch.budget);
+      int k = 0;
+      if (decoding && options_.specK > 0) {
+        k = int(std::min<int64_t>(options_.specK, batch.budget - 1));
+        if (maxPos > 0)
+          k = int(std::min<int64_t>(k, maxPos - 1 - r->computed));
+        k = std::max(k, 0);
+        rows = 1 + k;
+      }
+      if (!ensurePages(*r, r->computed + rows, batch)) {
+        --i; // r left running_
+        continue;
+      }
+      // r may have preempted requests after it, never before it.
+      r->rows = rows;
+      r->k = k;
+      batch.budget -= rows;
+      batch.reqs.push_back(r);
+    }
+  }
+  while (!waiting_.empty() && int64_t(running_.size()) < options_.maxRunning &&
+         batch.budget > 0) {
+    Req *r = waiting_.front();
+    if (!admit(*r, batch.budget))
+      break;
+    waiting_.pop_front();
+    running_.push_back(r);
+    batch.budget -= r->rows;
+    batch.reqs.push_back(r);
+  }
+}
+
+void Engine::cachePages(Req &r) {
+  if (!options_.prefixCache)
+    return;
+  // Only rows no later step rewrites: computed (and, with drafts, in the
+  // draft caches too, so a hit brings every cache back).
+  int64_t done = options_.specK > 0 ? std::min(r.computed, r.draftLen)
+                                    : r.computed;
+  int64_t full = std::min<int64_t>(done / pool_.pageRows(),
+                                   int64_t(r.pages.size()));
+  if (full <= r.cachedPages)
+    return;
+  prefix_.insert(r.tokens.data(),
+                 std::vector<int32_t>(r.pages.begin(), r.pages.begin() + full));
+  r.cachedPages = full;
+}
+
+void Engine::emit(Req &r, const std::vector<int32_t> &tokens, double t) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    int32_t token = tokens[i];
+    r.tokens.push_back(token);
+    r.out.ids.push_back(token);
+    ++metrics_.generatedTokens;
+    if (r.out.ids.size() == 1)
+      r.out.ttftS = t - r.submitT;
+    else
+      r.out.interTokenS.push_back(i == 0 ? t - r.lastTokenT : 0.0);
+    r.lastTokenT = t;
+    if (onToken_)
+      onToken_(r.id, token);
+    bool stop = isStop(r, token);
+    if (!stop && !r.params.stopStrings.empty() && model_.tokenizer()) {
+      // Stop strings may span tokens: look in the decoded tail.
+      size_t longest = 0;
+      for (const std::string &s : r.params.stopStrings)
+        longest = std::max(longest, s.size());
+      size_t from = r.out.ids.size() > longest + 1
+                        ? r.out.ids.size() - longest - 1
+                        : 0;
+      Result<std::string> tail = model_.tokenizer()->decode(
+          r.out.ids.data() + from, r.out.ids.size() - from);
+      if (tail.isOk())
+        for (const std::string &s : r.params.stopStrings)
+          stop = stop || (!s.empty() && tail->find(s) != std::string::npos);
+    }
+    if (stop) {
+      // The unused tail of the round was never committed.
+      r.computed = std::min<int64_t>(r.computed, int64_t(r.tokens.size()) - 1);
+      finish(r, FinishReason::Stop);
+      return;
+    }
+    if (int64_t(r.out.ids.size()) >= r.params.maxTokens) {
+      r.computed = std::min<int64_t>(r.computed, int64_t(r.tokens.size()) - 1);
+      finish(r, FinishReason::Length);
+      return;
+    }
+  }
+}
+
+Status Engine::draft(Batch &batch) {
+  // Catch-up: draft rows for every pair (target hidden h_i, token x_{i+1})
+  // with i in [draftLen, computed); decoding requests take the logits of
+  // their last row to draft d_1.
+  std::vector<int32_t> ids, seqs, pos, logitRows;
+  std::vector<float> hidden;
+  std::vector<Req *> drafting;
+  for (Req *r : batch.reqs) {
+    int64_t n = r->computed - r->draftLen;
+    if (n <= 0) {
+      if (r->k > 0)
+        r->rows = 1, r->k = 0; // nothing to draft from: a plain decode
+      continue;
+    }
+    for (int64_t i = r->draftLen; i < r->computed; ++i) {
+      ids.push_back(r->tokens[size_t(i + 1)]);
+      seqs.push_back(r->seq);
+      pos.push_back(int32_t(i));
+    }
+    hidden.insert(hidden.end(), r->pendingHidden.begin(),
+                  r->pendingHidden.end());
+    if (r->k > 0) {
+      logitRows.push_back(int32_t(ids.size() - 1));
+      drafting.push_back(r);
+    }
+  }
+  auto run = [&]() -> Result<PlanOutputs> {
+    PlanInputs in;
+    in.tokenIds = ids.data();
+    in.seqIds = seqs.data();
+    in.positions = pos.data();
+    in.tokens = int64_t(ids.size());
+    in.logitRows = logitRows.data();
+    in.logitCount = int64_t(logitRows.size());
+    in.hiddenIn = hidden.data();
+    return model_.run(kDraftPlan, in);
+  };
+  auto pick = [&](Req &r, const float *logits) {
+    if (r.sampler.params().greedy())
+      return engine::Sampler::argmax(logits, vocab_);
+    std::vector<float> probs;
+    r.sampler.distribution(logits, vocab_, probs);
+    r.q.insert(r.q.end(), probs.begin(), probs.end());
+    return engine::sampleIndex(probs.data(), vocab_, r.specRng);
+  };
+  if (ids.empty())
+    return Status::ok();
+  KILN_ASSIGN_OR_RETURN(PlanOutputs out, run());
+  for (Req *r : batch.reqs) {
+    r->draftLen = r->computed;
+    r->pendingHidden.clear();
+  }
+  for (size_t j = 0; j < drafting.size(); ++j) {
+    Req &r = *drafting[j];
+    r.drafts.clear();
+    r.q.clear();
+    r.drafts.push_back(pick(r, out.logits + int64_t(j) * vocab_));
+    const float *g = out.hidden + int64_t(logitRows[j]) * hidden_;
+    r.g.assign(g, g + hidden_);
+  }
+  // Chain: d_{j+2} from d_{j+1} at position computed + j, one call per j.
+  for (int j = 0;; ++j) {
+    ids.clear(), seqs.clear(), pos.clear(), logitRows.clear(), hidden.clear();
+    std::vector<Req *> next;
+    for (Req *r : drafting)
+      if (r->k > j + 1) {
+        logitRows.push_back(int32_t(ids.size()));
+        ids.push_back(r->drafts.back());
+        seqs.push_back(r->seq);
+        pos.push_back(int32_t(r->computed + j));
+        hidden.insert(hidden.end(), r->g.begin(), r->g.end());
+        next.push_back(r);
+      }
+    if (next.empty())
+      break;
+    KILN_ASSIGN_OR_RETURN(PlanOutputs o, run());
+    for (size_t i = 0; i < next.size(); ++i) {
+      Req &r = *next[i];
+      r.drafts.push_back(pick(r, o.logits + int64_t(i) * vocab_));
+      r.g.assign(o.hidden + int64_t(i) * hidden_,
+                 o.hidden + int64_t(i + 1) * hidden_);
+    }
+  }
+  return Status::ok();
+}
+
+Status Engine::runTarget(Batch &batch) {
+  std::vector<int32_t> ids, seqs, pos, logitRows;
+  bool allSingle = true;
+  for (Req *r : batch.reqs) {
+    for (int64_t i = 0; i < r->rows; ++i) {
+      int64_t p = r->computed + i;
+      // Verify rows: [x_n, d_1..d_k].
+      ids.push_back(i == 0 || r->k == 0 ? r->tokens[size_t(p)]
+                                        : r->drafts[size_t(i - 1)]);
+      seqs.push_back(r->seq);
+      pos.push_back(int32_t(p));
+    }
+    int64_t first = int64_t(ids.size()) - r->rows;
+    if (r->k > 0)
+      for (int64_t i = 0; i < r->rows; ++i)
+        logitRows.push_back(int32_t(first + i));
+    else if (r->computed + r->rows == int64_t(r->tokens.size()))
+      logitRows.push_back(int32_t(ids.size() - 1));
+    allSingle = allSingle && r->rows == 1;
+  }
+  const char *plan = allSingle && options_.specK == 0 &&
+                             model_.hasPlan(kDecodePlan)
+                         ? kDecodePlan
+                         : kPrefillPlan;
+  PlanInputs in;
+  in.tokenIds = ids.data();
+  in.seqIds = seqs.data();
+  in.positions = pos.data();
+  in.tokens = int64_t(ids.size());
+  in.logitRows = logitRows.data();
+  in.logitCount = int64_t(logitRows.size());
+  KILN_ASSIGN_OR_RETURN(PlanOutputs out, model_.run(plan, in));
+  metrics_.computedTokens += in.tokens;
+
+  const double t = now();
+  int64_t row = 0, logit = 0;
+  std::vector<Req *> reqs = batch.reqs; // emit() may finish (destroy) some
+  for (Req *rp : reqs) {
+    Req &r = *rp;
+    const int64_t first = row;
+    row += r.rows;
+    const bool wantHidden = options_.specK > 0;
+    if (r.k == 0) {
+      if (wantHidden)
+        r.pendingHidden.insert(r.pendingHidden.end(),
+                               out.hidden + first * hidden_,
+                               out.hidden + row * hidden_);
+      r.computed += r.rows;
+      if (r.computed < int64_t(r.tokens.size()))
+        continue; // more prompt to go
+      const float *logits = out.logits + (logit++) * vocab_;
+      if (r.params.returnPromptLogits && r.out.ids.empty())
+        r.out.promptLogits.assign(logits, logits + vocab_);
+      emit(r, {r.sampler.sample(logits, vocab_)}, t);
+      continue;
+    }
+    // Verify the drafts.
+    const float *logits = out.logits + logit * vocab_;
+    logit += r.rows;
+    engine::SpecRound round;
+    if (r.sampler.params().greedy()) {
+      round = engine::verifyGreedy(r.drafts.data(), r.k, logits, vocab_);
+    } else {
+      std::vector<float> p, rowP;
+      for (int i = 0; i <= r.k; ++i) {
+        r.sampler.distribution(logits + int64_t(i) * vocab_, vocab_, rowP);
+        p.insert(p.end(), rowP.begin(), rowP.end());
+      }
+      round = engine::verifySampled(r.drafts.data(), r.k, p.data(),
+                                    r.q.data(), vocab_, r.specRng);
+    }
+    const int a = round.accepted;
+    r.pendingHidden.insert(r.pendingHidden.end(), out.hidden + first * hidden_,
+                           out.hidden + (first + a + 1) * hidden_);
+    r.computed += a + 1;
+    ++metrics_.specRounds;
+    metrics_.specDrafted += r.k;
+    metrics_.specAccepted += a;
+    for (int i = 0; i < r.k && i <= a; ++i) {
+      ++metrics_.specReachedAt[size_t(i)];
+      ++r.out.specReached[size_t(i)];
+      if (i < a) {
+        ++metrics_.specAcceptedAt[size_t(i)];
+        ++r.out.specAccepted[size_t(i)];
+      }
+    }
+    emit(r, round.tokens, t);
+  }
+  return Status::ok();
+}
+
+void Engine::step() {
+  // Cancelled requests leave first.
+  std::vector<Req *> cancelled;
+  for (auto &[id, r] : requests_)
+    if (r->cancelled)
+      cancelled.push_back(r.get());
+  for (Req *r : cancelled)
+    finish(*r, FinishReason::Cancelled);
+
+  Batch batch;
+  schedule(batch);
+  ++metrics_.steps;
+  Status s = Status::ok();
+  for (Req *r : batch.reqs)
+    if (s.isOk())
+      s = model_.setPageTable(r->seq, r->pages.data(),
+                              int64_t(r->pages.size()), r->computed,
+                              r->draftLen);
+  if (s.isOk() && options_.specK > 0 && !batch.reqs.empty())
+    s = draft(batch);
+  if (s.isOk() && !batch.reqs.empty())
+    s = runTarget(batch);
+  if (!s.isOk()) {
+    // The plan call failed: its requests end with the error, the rest go on.
+    std::vector<Req *> reqs = batch.reqs;
+    for (Req *r : reqs)
+      if (requests_.count(r->id))
+        finish(*r, FinishReason::Error, s.toString());
+  }
+  for (Req *r : running_)
+    cachePages(*r);
+  updateGauges();
+}
+
+void Engine::updateGauges() {
+  metrics_.running = int64_t(running_.size());
+  metrics_.waiting = int64_t(waiting_.size());
+  metrics_.pagesTotal = pool_.pages();
+  metrics_.pagesUsed = pool_.usedPages();
+  metrics_.pagesEvictable = pool_.evictablePages();
+  metrics_.pagesFree = pool_.freePages();
+}
+
+void Engine::flushPrefixCache() {
+  prefix_.flush();
+  for (Req *r : running_)
+    r->cachedPages = 0;
+  updateGauges();
+}
+
+std::string Engine::checkInvariants() const {
+  if (std::string e = pool_.checkInvariants(); !e.empty())
+    return "pool: " + e;
+  if (std::string e = prefix_.checkInvariants(); !e.empty())
+    return "prefix cache: " + e;
+  std::vector<int32_t> refs(size_t(pool_.pages()), 0);
+  for (const auto &[id, r] : requests_) {
+    bool running =
+        std::find(running_.begin(), running_.end(), r.get()) != running_.end();
+    if (!running && !r->pages.empty())
+      return "request " + std::to_string(id) + " waits holding pages";
+    if (r->computed > int64_t(r->pages.size()) * pool_.pageRows())
+      return "request " + std::to_string(id) + " computed " +
+             std::to_string(r->computed) + " rows in " +
+             std::to_string(r->pages.size()) + " pages";
+    for (int32_t p : r->pages)
+      ++refs[size_t(p)];
+  }
+  for (int64_t p = 0; p < pool_.pages(); ++p)
+    if (refs[size_t(p)] != pool_.refs(int32_t(p)))
+      return "page " + std::to_string(p) + " has " +
+             std::to_string(pool_.refs(int32_t(p))) +
+             " references but is in " + std::to_string(refs[size_t(p)]) +
+             " page tables";
+  if (int64_t(running_.size() + waiting_.size()) != int64_t(requests_.size()))
+    return "running + waiting != live requests";
+  return "";
+}

@@ -1,0 +1,156 @@
+//===- Engine.h - Continuous batching over one paged KV pool ----*- C++ -*-===//
+//
+// The serving engine: many requests share one Model through its compiled
+// plans, which take ragged batches (per-row sequence ids and positions,
+// selected logit rows). Each step():
+//
+//   1. drops cancelled requests;
+//   2. schedules under a token budget (maxBatchedTokens): every running
+//      request in decode (1 row, or 1 + k under MTP speculation), then the
+//      next chunk of every running prompt (chunked prefill), then admits
+//      waiting requests in arrival order while pages and budget allow, each
+//      starting from the longest cached prefix of its tokens;
+//   3. finds pages for the step: free ones, else evicts unreferenced prefix
+//      pages (LRU), else preempts the most recently admitted running request
+//      (its pages freed, itself back at the head of the queue: recomputed
+//      later from its tokens so far, its output unchanged);
+//   4. runs the drafts (MTP), then one target plan call for all rows, then
+//      samples per request (own seed), verifies drafts, applies stop rules,
+//      and caches every page that became full.
+//
+// A request is its tokens (prompt + generated) and how many of them the
+// caches hold; prefill and decode are the same operation (run the rows not
+// yet computed, sample when the last one is). Device-neutral: the pool and
+// prefix cache are page ids; the Model holds the pages (Model::usePool).
+// Not thread-safe: one caller drives submit/step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_SERVE_ENGINE_H
+#define KILN_RUNTIME_SERVE_ENGINE_H
+
+#include "runtime/engine/Model.h"
+#include "runtime/serve/EngineMetrics.h"
+#include "runtime/serve/KvPool.h"
+#include "runtime/serve/PrefixCache.h"
+#include "runtime/serve/Request.h"
+#include "support/Status.h"
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::serve {
+
+inline constexpr int64_t kDefaultPageRows = 64;
+inline constexpr int64_t kDefaultMaxBatchedTokens = 2048;
+inline constexpr double kDefaultKvMemoryFraction = 0.25;
+
+struct EngineOptions {
+  /// Bytes for the KV pool; 0: kvMemoryFraction of the memory available.
+  int64_t kvMemoryBytes = 0;
+  double kvMemoryFraction = kDefaultKvMemoryFraction;
+  /// Tokens per page (every cache of the model pages alike).
+  int64_t pageRows = kDefaultPageRows;
+  /// Rows of the target plan per step.
+  int64_t maxBatchedTokens = kDefaultMaxBatchedTokens;
+  /// Requests running at once.
+  int64_t maxRunning = 256;
+  bool prefixCache = true;
+  /// Drafts per round with the MTP plan (0: no speculation).
+  int specK = 0;
+};
+
+/// The pool's sizing, from the artifact's cache layout.
+struct KvLayout {
+  struct Kind {
+    std::string name; // "main latent", "draft index_keys", ...
+    int64_t caches = 0;
+    int64_t bytesPerToken = 0;
+  };
+  std::vector<Kind> kinds;
+  int64_t bytesPerToken = 0; // all caches
+  int64_t pageRows = 0;
+  int64_t pageBytes = 0;
+  int64_t pages = 0;
+  int64_t maxTokens() const { return pages * pageRows; }
+  /// One line per kind and the totals, for the start-up log.
+  std::string describe(int64_t contextLength) const;
+};
+
+class Engine {
+public:
+  static Result<std::unique_ptr<Engine>> create(engine::Model &model,
+                                                const EngineOptions &options);
+  ~Engine();
+
+  /// Queues a request; refused (and counted) when it can never run: empty
+  /// or out-of-vocabulary prompt, prompt + max tokens past the model's
+  /// positions, or more pages than the whole pool.
+  Result<RequestId> submit(RequestParams params);
+  /// Ends a request at the next step (finish reason "cancelled").
+  void cancel(RequestId id);
+  /// One scheduling step. An error of a plan call ends the requests of that
+  /// step (finish reason "error"); the engine keeps serving the others.
+  void step();
+  bool hasWork() const { return !waiting_.empty() || !running_.empty(); }
+  void runToCompletion() {
+    while (hasWork())
+      step();
+  }
+
+  /// Outputs of requests finished so far, in finishing order.
+  std::vector<RequestOutput> takeFinished();
+  /// Called with each emitted token (request, token).
+  void setOnToken(std::function<void(RequestId, int32_t)> fn) {
+    onToken_ = std::move(fn);
+  }
+
+  const EngineMetrics &metrics() const { return metrics_; }
+  const KvLayout &layout() const { return layout_; }
+  const EngineOptions &options() const { return options_; }
+  /// Drops every cached prefix page not held by a running request.
+  void flushPrefixCache();
+  /// "" when pool, prefix tree and page tables agree, else what is wrong.
+  std::string checkInvariants() const;
+
+private:
+  struct Req;
+  struct Batch;
+  Engine(engine::Model &model, const EngineOptions &options);
+
+  bool isStop(const Req &r, int32_t token) const;
+  bool ensurePages(Req &r, int64_t rows, Batch &batch);
+  void preempt(Req &r);
+  void release(Req &r);
+  void finish(Req &r, FinishReason reason, std::string error = "");
+  bool admit(Req &r, int64_t budget);
+  void schedule(Batch &batch);
+  Status draft(Batch &batch);
+  Status runTarget(Batch &batch);
+  void emit(Req &r, const std::vector<int32_t> &tokens, double now);
+  void cachePages(Req &r);
+  void updateGauges();
+
+  engine::Model &model_;
+  EngineOptions options_;
+  KvLayout layout_;
+  KvPool pool_;
+  PrefixCache prefix_;
+  EngineMetrics metrics_;
+  RequestId nextId_ = 0;
+  std::map<RequestId, std::unique_ptr<Req>> requests_;
+  std::deque<Req *> waiting_;
+  std::vector<Req *> running_; // admission order
+  std::vector<RequestOutput> finished_;
+  std::function<void(RequestId, int32_t)> onToken_;
+  std::vector<int32_t> defaultStops_;
+  int64_t vocab_ = 0, hidden_ = 0;
+};
+
+} // namespace kiln::serve
+
+#endif // KILN_RUNTIME_SERVE_ENGINE_H
