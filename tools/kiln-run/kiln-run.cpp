@@ -3,6 +3,7 @@
 //   kiln-run model.kiln -p "def main():" -n 64
 //   kiln-run model.kiln --prompt-file chat.txt --chat --temp 0.7 --top-p 0.95
 //   kiln-run model.kiln --perplexity eval.txt --ctx 256 --output-format=json
+//   kiln-run model.kiln --batch-file requests.jsonl -o results.jsonl
 //
 // Text mode streams the generated text to stdout and prints time to first
 // token, prefill and decode speeds to stderr. JSON mode prints one object.
@@ -18,6 +19,7 @@
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
 #include "runtime/support/Npy.h"
+#include "tools/kiln-run/BatchFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +45,7 @@ constexpr int64_t kMaxThreads = 1024;
 const char *kUsage =
     R"(usage: kiln-run MODEL.kiln (-p TEXT | --prompt-file FILE | --prompt-ids IDS) [options]
        kiln-run MODEL.kiln --perplexity FILE [--ctx N] [options]
+       kiln-run MODEL.kiln --batch-file FILE [-o FILE] [options]
 
 Generation:
   -p, --prompt TEXT         the prompt
@@ -65,6 +68,20 @@ Generation:
   --spec K                  speculative decoding with the MTP head: K
                             drafts per round (default: the artifact's;
                             0: off)
+Offline batch (the serving engine; the generation options above are the
+defaults of each request):
+  --batch-file FILE         one JSON request per line: prompt or prompt_ids,
+                            id, max_tokens, temperature, top_p, top_k, seed,
+                            stop, stop_token_ids, ignore_eos; all run
+                            concurrently
+  -o, --output FILE         results, one JSON line per request in input
+                            order (default: stdout)
+  --kv-memory BYTES         KV page pool size (suffix K, M, G; default a
+                            quarter of the available memory)
+  --page-size N             tokens per KV page (default 64)
+  --max-batched-tokens N    target rows per step (default 2048)
+  --max-running N           requests running at once (default 256)
+  --no-prefix-cache         do not share cached prompt prefixes
 Perplexity:
   --perplexity FILE         score FILE in non-overlapping windows (text, or
                             token ids in a 1-D int32/int64 .npy)
@@ -119,7 +136,12 @@ struct Options {
   int64_t gpuSlots = 4;
   int64_t gpuCtx = 0;
   std::string gpuTarget;
+  std::string batchFile;
+  std::string output;
+  serve::EngineOptions engine;
 };
+
+
 
 /// A usage error: message to stderr, exit 2.
 struct UsageError {
@@ -156,6 +178,17 @@ float parseFloat(const std::string &flag, const std::string &value) {
       !std::isfinite(v))
     throw UsageError{flag + ": '" + value + "' is not a finite number"};
   return float(v);
+}
+
+int64_t parseBytes(const std::string &flag, std::string value) {
+  int64_t scale = 1;
+  if (!value.empty()) {
+    char c = char(std::toupper(static_cast<unsigned char>(value.back())));
+    scale = c == 'K' ? 1 << 10 : c == 'M' ? 1 << 20 : c == 'G' ? 1 << 30 : 1;
+    if (scale != 1)
+      value.pop_back();
+  }
+  return parseInt(flag, value, 1, (int64_t(1) << 50) / scale) * scale;
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -259,6 +292,21 @@ Options parseArgs(int argc, char **argv) {
       o.prefillChunk = parseInt(arg, next(), 1, int64_t(1) << 16);
     } else if (arg == "--spec") {
       o.spec = parseInt(arg, next(), 0, 16);
+    } else if (arg == "--batch-file") {
+      o.batchFile = next();
+    } else if (arg == "-o" || arg == "--output") {
+      o.output = next();
+    } else if (arg == "--kv-memory") {
+      o.engine.kvMemoryBytes = parseBytes(arg, next());
+    } else if (arg == "--page-size") {
+      o.engine.pageRows = parseInt(arg, next(), 1, 65536);
+    } else if (arg == "--max-batched-tokens") {
+      o.engine.maxBatchedTokens = parseInt(arg, next(), 1, 1 << 20);
+    } else if (arg == "--max-running") {
+      o.engine.maxRunning = parseInt(arg, next(), 1, 1 << 20);
+    } else if (arg == "--no-prefix-cache") {
+      flag();
+      o.engine.prefixCache = false;
     } else if (arg == "--no-verify") {
       flag();
       o.verify = false;
@@ -276,6 +324,17 @@ Options parseArgs(int argc, char **argv) {
   int sources =
       int(o.hasPrompt) + int(!o.promptFile.empty()) + int(!o.promptIds.empty());
   bool ppl = !o.perplexityFile.empty();
+  bool batch = !o.batchFile.empty();
+  if (batch && (sources > 0 || ppl))
+    throw UsageError{"--batch-file holds the prompts: it takes no other "
+                     "prompt or --perplexity"};
+  if (!batch && !o.output.empty())
+    throw UsageError{"-o writes --batch-file results"};
+  if (batch && o.device != "cpu")
+    throw UsageError{"--batch-file runs on the CPU (the serving engine's "
+                     "device path is not built yet)"};
+  if (batch)
+    return o;
   if (ppl && sources > 0)
     throw UsageError{"--perplexity scores a file: it takes no prompt"};
   if (!ppl && sources != 1)
@@ -530,6 +589,26 @@ int runGenerate(Model &model, const Options &o) {
   return 0;
 }
 
+int runBatch(Model &model, const Options &o) {
+  tools::BatchFileOptions b;
+  b.input = o.batchFile;
+  b.output = o.output;
+  b.engine = o.engine;
+  int64_t k = o.spec < 0 ? model.info().defaultSpecK : o.spec;
+  if (k > 0 && !model.hasPlan(kDraftPlan)) {
+    if (o.spec > 0)
+      throw RunError{"--spec " + std::to_string(k) +
+                     ": the artifact has no draft plan (no MTP layer)"};
+    k = 0;
+  }
+  b.engine.specK = int(k);
+  b.defaults.maxTokens = o.n;
+  b.defaults.sampling = o.sampling;
+  b.defaults.ignoreEos = o.ignoreEos;
+  b.maxPromptTokens = o.maxPromptTokens;
+  return orFail(tools::runBatchFile(model, b));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -556,6 +635,8 @@ int main(int argc, char **argv) {
     }
     if (!o.perplexityFile.empty())
       return runPerplexity(*model, o);
+    if (!o.batchFile.empty())
+      return runBatch(*model, o);
     return runGenerate(*model, o);
   } catch (const UsageError &e) {
     std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
