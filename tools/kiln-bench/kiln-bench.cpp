@@ -25,6 +25,7 @@
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
+#include "tools/kiln-bench/EngineDecode.h"
 #include "tools/kiln-bench/MemoryBandwidth.h"
 #include "tools/kiln-bench/WeightTraffic.h"
 
@@ -512,59 +513,76 @@ int main(int argc, char **argv) {
       if (o.profile)
         printProfile(model, "prefill", 1, dt);
     }
-    // Decode at each batch size.
+    // Decode at each batch size: on the CPU through the serving engine
+    // (EngineDecode.h); a device runs the decode plan directly, as the
+    // engine's device path is not built yet.
     for (int64_t batch : o.batches) {
-      std::vector<int32_t> seqIds;
-      for (int64_t b = 0; b < batch; ++b) {
-        auto seq = model.openSequence();
-        if (!seq.isOk())
-          return fail(seq.status());
-        seqIds.push_back(*seq);
-        const size_t n = static_cast<size_t>(o.promptTokens);
-        std::vector<int32_t> ids(n), seqs(n, *seq), pos(n);
-        for (size_t i = 0; i < ids.size(); ++i) {
-          ids[i] = token(rng);
-          pos[i] = int32_t(i);
-        }
-        Status s = step(model, engine::kPrefillPlan, ids, seqs, pos,
-                        {int32_t(ids.size() - 1)});
-        if (!s.isOk())
-          return fail(s);
-      }
-      const size_t b0 = static_cast<size_t>(batch);
-      std::vector<int32_t> ids(b0), pos(b0), logitRows(b0);
-      for (int64_t b = 0; b < batch; ++b)
-        logitRows[size_t(b)] = int32_t(b);
-      double best = 1e30, total = 0;
+      double mean = 0, best = 0, tokPerSec = 0;
       model.profile().reset();
       model.profile().enabled = o.profile;
-      for (int64_t t = 0; t < o.decodeTokens; ++t) {
+      double total = 0;
+      if (!model.device()) {
+        auto r = bench::engineDecode(model, batch, o.promptTokens,
+                                     o.decodeTokens, 1);
+        if (!r.isOk())
+          return fail(r.status());
+        model.profile().enabled = false;
+        total = r->seconds;
+        mean = r->seconds / double(std::max<int64_t>(r->steps, 1));
+        best = r->bestStepS;
+        tokPerSec = double(r->tokens) / r->seconds;
+      } else {
+        std::vector<int32_t> seqIds;
         for (int64_t b = 0; b < batch; ++b) {
-          ids[size_t(b)] = token(rng);
-          pos[size_t(b)] = int32_t(o.promptTokens + t);
+          auto seq = model.openSequence();
+          if (!seq.isOk())
+            return fail(seq.status());
+          seqIds.push_back(*seq);
+          const size_t n = static_cast<size_t>(o.promptTokens);
+          std::vector<int32_t> ids(n), seqs(n, *seq), pos(n);
+          for (size_t i = 0; i < ids.size(); ++i) {
+            ids[i] = token(rng);
+            pos[i] = int32_t(i);
+          }
+          Status s = step(model, engine::kPrefillPlan, ids, seqs, pos,
+                          {int32_t(ids.size() - 1)});
+          if (!s.isOk())
+            return fail(s);
         }
-        double t0 = now();
-        Status s =
-            step(model, engine::kDecodePlan, ids, seqIds, pos, logitRows);
-        if (!s.isOk())
-          return fail(s);
-        double dt = now() - t0;
-        best = std::min(best, dt);
-        total += dt;
+        const size_t b0 = static_cast<size_t>(batch);
+        std::vector<int32_t> ids(b0), pos(b0), logitRows(b0);
+        for (int64_t b = 0; b < batch; ++b)
+          logitRows[size_t(b)] = int32_t(b);
+        best = 1e30;
+        for (int64_t t = 0; t < o.decodeTokens; ++t) {
+          for (int64_t b = 0; b < batch; ++b) {
+            ids[size_t(b)] = token(rng);
+            pos[size_t(b)] = int32_t(o.promptTokens + t);
+          }
+          double t0 = now();
+          Status s =
+              step(model, engine::kDecodePlan, ids, seqIds, pos, logitRows);
+          if (!s.isOk())
+            return fail(s);
+          double dt = now() - t0;
+          best = std::min(best, dt);
+          total += dt;
+        }
+        model.profile().enabled = false;
+        for (int32_t s : seqIds)
+          model.closeSequence(s);
+        mean = total / double(o.decodeTokens);
+        tokPerSec = double(batch) / mean;
       }
-      model.profile().enabled = false;
-      for (int32_t s : seqIds)
-        model.closeSequence(s);
-      double mean = total / double(o.decodeTokens);
       const fb::Plan *plan = model.artifact().findPlan(engine::kDecodePlan);
       double bytes = bench::planWeightBytes(model.artifact(), *plan, batch);
       double gbps = bytes / mean / 1e9;
-      rows.push_back({"decode", threads, batch, double(batch) / mean,
+      rows.push_back({"decode", threads, batch, tokPerSec,
                       mean * 1e3, gbps, membw, bytes / double(batch)});
       std::printf("decode batch %lld, %d thread(s): %.2f ms/step (best %.2f), "
                   "%.1f tok/s, weights %.3f GB/step -> %.2f GB/s%s\n",
                   (long long)batch, threads, mean * 1e3, best * 1e3,
-                  double(batch) / mean, bytes / 1e9, gbps,
+                  tokPerSec, bytes / 1e9, gbps,
                   membw > 0 ? (" (" + std::to_string(int(100 * gbps / membw)) +
                                "% of read bandwidth)")
                                   .c_str()
