@@ -68,18 +68,21 @@ Generation:
   --spec K                  speculative decoding with the MTP head: K
                             drafts per round (default: the artifact's;
                             0: off)
-Offline batch (the serving engine; the generation options above are the
-defaults of each request):
+Offline batch:
   --batch-file FILE         one JSON request per line: prompt or prompt_ids,
                             id, max_tokens, temperature, top_p, top_k, seed,
-                            stop, stop_token_ids, ignore_eos; all run
+                            stop, stop_token_ids, ignore_eos (the generation
+                            options above are the defaults); all run
                             concurrently
   -o, --output FILE         results, one JSON line per request in input
                             order (default: stdout)
-  --kv-memory BYTES         KV page pool size (suffix K, M, G; default a
+Serving engine (generation on the CPU, and --batch-file):
+  --kv-memory BYTES         KV page pool size (suffix K, M, G; default: the
+                            one sequence's pages, or with --batch-file a
                             quarter of the available memory)
   --page-size N             tokens per KV page (default 64)
-  --max-batched-tokens N    target rows per step (default 2048)
+  --max-batched-tokens N    target rows per step (default 2048; a single
+                            generation uses --prefill-chunk)
   --max-running N           requests running at once (default 256)
   --no-prefix-cache         do not share cached prompt prefixes
 Perplexity:
@@ -452,6 +455,78 @@ int runPerplexity(Model &model, const Options &o) {
   return 0;
 }
 
+/// One request through the serving engine (the CPU path): the same tokens
+/// as generate() / generateSpeculative(), with the engine's scheduling.
+Result<GenerateResult> generateWithEngine(Model &model,
+                                          const std::vector<int32_t> &prompt,
+                                          const GenerateOptions &g, int k,
+                                          serve::EngineOptions options,
+                                          SpecStats *spec) {
+  options.specK = k;
+  options.maxBatchedTokens = g.prefillChunk;
+  if (options.maxBatchedTokens < k + 1)
+    options.maxBatchedTokens = k + 1;
+  if (options.kvMemoryBytes == 0) {
+    // Exactly this sequence's pages: prompt, generated tokens and drafts.
+    int64_t bytes = 0;
+    for (size_t i = 0; i < model.cacheCount(); ++i)
+      bytes += model.cache(i).rowBytes();
+    int64_t rows = int64_t(prompt.size()) + g.maxNewTokens + k;
+    int64_t pages = (rows + options.pageRows - 1) / options.pageRows;
+    options.kvMemoryBytes = pages * options.pageRows * bytes;
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine,
+                        serve::Engine::create(model, options));
+  serve::RequestParams p;
+  p.prompt = prompt;
+  p.maxTokens = g.maxNewTokens;
+  p.sampling = g.sampling;
+  p.ignoreEos = g.ignoreEos;
+  p.stopIds = g.stopIds;
+  p.returnPromptLogits = g.keepPromptLogits;
+  KILN_ASSIGN_OR_RETURN(serve::RequestId id, engine->submit(std::move(p)));
+  bool stopped = false;
+  engine->setOnToken([&](serve::RequestId, int32_t token) {
+    if (!stopped && g.onToken && !g.onToken(token)) {
+      stopped = true;
+      engine->cancel(id);
+    }
+  });
+  engine->runToCompletion();
+  std::vector<serve::RequestOutput> done = engine->takeFinished();
+  if (done.size() != 1)
+    return makeError(StatusCode::Internal, "the engine finished ",
+                     done.size(), " requests, expected 1");
+  serve::RequestOutput &out = done[0];
+  if (out.finish == serve::FinishReason::Error)
+    return makeError(StatusCode::Internal, out.error);
+  GenerateResult r;
+  r.tokens = std::move(out.ids);
+  r.promptLogits = std::move(out.promptLogits);
+  r.stop = out.finish == serve::FinishReason::Stop ? StopReason::StopToken
+           : stopped                               ? StopReason::Callback
+                                                   : StopReason::Length;
+  GenerateStats &st = r.stats;
+  st.promptTokens = int64_t(prompt.size());
+  st.generatedTokens = int64_t(r.tokens.size());
+  st.ttftS = st.prefillS = out.ttftS;
+  st.decodeS = out.e2eS - out.ttftS;
+  st.prefillTokPerS = st.prefillS > 0 ? double(prompt.size()) / st.prefillS : 0;
+  st.decodeTokPerS = st.decodeS > 0 && !r.tokens.empty()
+                         ? double(r.tokens.size() - 1) / st.decodeS
+                         : 0;
+  if (spec && k > 0) {
+    *spec = SpecStats();
+    spec->reached = out.specReached;
+    spec->accepted = out.specAccepted;
+    spec->rounds = out.specReached.empty() ? 0 : out.specReached[0];
+    spec->draftedTokens = spec->rounds * k;
+    for (int64_t a : out.specAccepted)
+      spec->acceptedTokens += a;
+  }
+  return r;
+}
+
 int runGenerate(Model &model, const Options &o) {
   std::vector<int32_t> prompt;
   if (!o.promptIds.empty()) {
@@ -518,8 +593,11 @@ int runGenerate(Model &model, const Options &o) {
   }
   SpecStats spec;
   GenerateResult r =
-      k > 0 ? orFail(generateSpeculative(model, prompt, g, int(k), &spec))
-            : orFail(generate(model, prompt, g));
+      !model.device() && g.maxNewTokens > 0 // -n 0: the prompt's logits only
+          ? orFail(generateWithEngine(model, prompt, g, int(k), o.engine,
+                                      &spec))
+      : k > 0 ? orFail(generateSpeculative(model, prompt, g, int(k), &spec))
+              : orFail(generate(model, prompt, g));
 
   if (!o.dumpLogits.empty()) {
     Status s = writeNpyF32(o.dumpLogits, {int64_t(r.promptLogits.size())},

@@ -113,7 +113,7 @@ TEST_F(KilnRunTest, LoadAndRunErrorsExit1) {
 
   r = run({model_, "--prompt-ids", "1,99", "-n", "1"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("token_ids[1] = 99"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("prompt token 1 is 99"), std::string::npos) << r.err;
 }
 
 TEST_F(KilnRunTest, JsonGeneration) {
