@@ -178,15 +178,16 @@ Status Model::usePool(int64_t pages, int64_t pageRows) {
   if (device_)
     return makeError(StatusCode::FailedPrecondition,
                      "the page pool runs on the CPU caches; this model's "
-                     "plans run on ", device_->name());
+                     "plans run on ",
+                     device_->name());
   for (size_t i = 0; i < sequenceUsed_.size(); ++i)
     if (sequenceLength(int32_t(i)) > 0 ||
         sequenceLength(int32_t(i), kDraftCaches) > 0)
-      return makeError(StatusCode::FailedPrecondition,
-                       "usePool: sequence ", i, " already holds rows");
+      return makeError(StatusCode::FailedPrecondition, "usePool: sequence ", i,
+                       " already holds rows");
   for (auto &cache : caches_) {
-    auto pooled = std::make_unique<cpu::PagedKvCache>(
-        cache->width(), cache->elem(), pageRows);
+    auto pooled = std::make_unique<cpu::PagedKvCache>(cache->width(),
+                                                      cache->elem(), pageRows);
     KILN_RETURN_IF_ERROR(pooled->usePool(pages).withContext(
         "KV pool of " + std::to_string(pages) + " pages"));
     cache = std::move(pooled);

@@ -44,9 +44,9 @@ struct Engine::Req {
   RequestParams params;
   engine::Sampler sampler;
   std::mt19937_64 specRng;
-  std::vector<int32_t> tokens; // prompt + generated
-  int64_t computed = 0;        // rows in the main caches
-  int64_t draftLen = 0;        // rows in the draft caches
+  std::vector<int32_t> tokens;      // prompt + generated
+  int64_t computed = 0;             // rows in the main caches
+  int64_t draftLen = 0;             // rows in the draft caches
   std::vector<float> pendingHidden; // target hiddens of [draftLen, computed)
   std::vector<int32_t> pages;       // page table
   int64_t cachedPages = 0;          // leading pages given to the prefix cache
@@ -79,8 +79,8 @@ std::string KvLayout::describe(int64_t contextLength) const {
     os << "kv cache " << k.name << ": " << k.caches << " cache(s), "
        << k.bytesPerToken << " bytes/token\n";
   os << "kv pool: " << bytesPerToken << " bytes/token, " << pages
-     << " pages of " << pageRows << " tokens (" << pageBytes
-     << " bytes), " << maxTokens() << " tokens";
+     << " pages of " << pageRows << " tokens (" << pageBytes << " bytes), "
+     << maxTokens() << " tokens";
   if (contextLength > 0)
     os << ", " << maxTokens() / contextLength << " sequence(s) at the full "
        << contextLength << "-token context";
@@ -106,29 +106,34 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
     return makeError(StatusCode::InvalidArgument, "max running requests ",
                      options.maxRunning, ", expected >= 1");
   if (options.specK < 0 || options.specK > 16)
-    return makeError(StatusCode::InvalidArgument, "--spec must be 0 to 16, "
-                     "found ", options.specK);
+    return makeError(StatusCode::InvalidArgument,
+                     "--spec must be 0 to 16, "
+                     "found ",
+                     options.specK);
   if (options.specK > 0 && !model.hasPlan(kDraftPlan))
     return makeError(StatusCode::FailedPrecondition,
                      "this artifact has no draft plan (no MTP layer): "
                      "speculative decoding needs one; use --spec 0");
   if (options.specK > 0 && options.maxBatchedTokens < options.specK + 1)
     return makeError(StatusCode::InvalidArgument, "max batched tokens ",
-                     options.maxBatchedTokens, " cannot hold one verify round "
-                     "of ", options.specK + 1, " rows");
+                     options.maxBatchedTokens,
+                     " cannot hold one verify round "
+                     "of ",
+                     options.specK + 1, " rows");
   if (!model.hasPlan(kPrefillPlan))
-    return makeError(StatusCode::NotFound, "the engine needs a '",
-                     kPrefillPlan, "' plan");
+    return makeError(StatusCode::NotFound, "the engine needs a '", kPrefillPlan,
+                     "' plan");
 
   KvLayout layout;
   layout.pageRows = options.pageRows;
   const fb::Artifact &meta = *model.artifact().meta();
   for (size_t i = 0; i < model.cacheCount(); ++i) {
     std::string name = meta.caches()->Get(uint32_t(i))->name()->str();
-    std::string kind = model.cacheOwner(i) + " " +
-                       name.substr(name.find_last_of('.') + 1);
-    auto it = std::find_if(layout.kinds.begin(), layout.kinds.end(),
-                           [&](const KvLayout::Kind &k) { return k.name == kind; });
+    std::string kind =
+        model.cacheOwner(i) + " " + name.substr(name.find_last_of('.') + 1);
+    auto it =
+        std::find_if(layout.kinds.begin(), layout.kinds.end(),
+                     [&](const KvLayout::Kind &k) { return k.name == kind; });
     if (it == layout.kinds.end())
       it = layout.kinds.insert(layout.kinds.end(), {kind, 0, 0});
     ++it->caches;
@@ -184,8 +189,8 @@ Result<RequestId> Engine::submit(RequestParams params) {
       return refuse(StatusCode::InvalidArgument, "prompt token ", i, " is ",
                     params.prompt[i], ", expected 0 to ", vocab_ - 1);
   if (params.maxTokens < 1)
-    return refuse(StatusCode::InvalidArgument, "max tokens ",
-                  params.maxTokens, ", expected >= 1");
+    return refuse(StatusCode::InvalidArgument, "max tokens ", params.maxTokens,
+                  ", expected >= 1");
   if (Status s = params.sampling.check(); !s.isOk()) {
     ++metrics_.requestsRefused;
     return s;
@@ -197,11 +202,11 @@ Result<RequestId> Engine::submit(RequestParams params) {
                   " exceeds the model's context of ", maxPos, " positions");
   const int64_t need = pool_.pagesFor(n + params.maxTokens + options_.specK);
   if (need > pool_.pages())
-    return refuse(StatusCode::ResourceExhausted, "prompt of ", n,
-                  " tokens + ", params.maxTokens, " max tokens needs ", need,
-                  " KV pages of ", pool_.pageRows(),
-                  " tokens, but the whole pool has ", pool_.pages(),
-                  " pages (", pool_.pages() * pool_.pageRows(), " tokens)");
+    return refuse(StatusCode::ResourceExhausted, "prompt of ", n, " tokens + ",
+                  params.maxTokens, " max tokens needs ", need, " KV pages of ",
+                  pool_.pageRows(), " tokens, but the whole pool has ",
+                  pool_.pages(), " pages (", pool_.pages() * pool_.pageRows(),
+                  " tokens)");
 
   auto r = std::make_unique<Req>(params.sampling);
   r->id = nextId_++;
@@ -305,8 +310,7 @@ bool Engine::ensurePages(Req &r, int64_t rows, Batch &batch) {
     Req *victim = running_.back();
     if (victim->rows > 0) {
       batch.budget += victim->rows;
-      batch.reqs.erase(
-          std::find(batch.reqs.begin(), batch.reqs.end(), victim));
+      batch.reqs.erase(std::find(batch.reqs.begin(), batch.reqs.end(), victim));
     }
     preempt(*victim);
     if (victim == &r)
@@ -401,10 +405,10 @@ void Engine::cachePages(Req &r) {
     return;
   // Only rows no later step rewrites: computed (and, with drafts, in the
   // draft caches too, so a hit brings every cache back).
-  int64_t done = options_.specK > 0 ? std::min(r.computed, r.draftLen)
-                                    : r.computed;
-  int64_t full = std::min<int64_t>(done / pool_.pageRows(),
-                                   int64_t(r.pages.size()));
+  int64_t done =
+      options_.specK > 0 ? std::min(r.computed, r.draftLen) : r.computed;
+  int64_t full =
+      std::min<int64_t>(done / pool_.pageRows(), int64_t(r.pages.size()));
   if (full <= r.cachedPages)
     return;
   prefix_.insert(r.tokens.data(),
@@ -431,9 +435,8 @@ void Engine::emit(Req &r, const std::vector<int32_t> &tokens, double t) {
       size_t longest = 0;
       for (const std::string &s : r.params.stopStrings)
         longest = std::max(longest, s.size());
-      size_t from = r.out.ids.size() > longest + 1
-                        ? r.out.ids.size() - longest - 1
-                        : 0;
+      size_t from =
+          r.out.ids.size() > longest + 1 ? r.out.ids.size() - longest - 1 : 0;
       Result<std::string> tail = model_.tokenizer()->decode(
           r.out.ids.data() + from, r.out.ids.size() - from);
       if (tail.isOk())
@@ -560,10 +563,10 @@ Status Engine::runTarget(Batch &batch) {
       logitRows.push_back(int32_t(ids.size() - 1));
     allSingle = allSingle && r->rows == 1;
   }
-  const char *plan = allSingle && options_.specK == 0 &&
-                             model_.hasPlan(kDecodePlan)
-                         ? kDecodePlan
-                         : kPrefillPlan;
+  const char *plan =
+      allSingle && options_.specK == 0 && model_.hasPlan(kDecodePlan)
+          ? kDecodePlan
+          : kPrefillPlan;
   PlanInputs in;
   in.tokenIds = ids.data();
   in.seqIds = seqs.data();
@@ -608,8 +611,8 @@ Status Engine::runTarget(Batch &batch) {
         r.sampler.distribution(logits + int64_t(i) * vocab_, vocab_, rowP);
         p.insert(p.end(), rowP.begin(), rowP.end());
       }
-      round = engine::verifySampled(r.drafts.data(), r.k, p.data(),
-                                    r.q.data(), vocab_, r.specRng);
+      round = engine::verifySampled(r.drafts.data(), r.k, p.data(), r.q.data(),
+                                    vocab_, r.specRng);
     }
     const int a = round.accepted;
     r.pendingHidden.insert(r.pendingHidden.end(), out.hidden + first * hidden_,
@@ -646,9 +649,8 @@ void Engine::step() {
   Status s = Status::ok();
   for (Req *r : batch.reqs)
     if (s.isOk())
-      s = model_.setPageTable(r->seq, r->pages.data(),
-                              int64_t(r->pages.size()), r->computed,
-                              r->draftLen);
+      s = model_.setPageTable(r->seq, r->pages.data(), int64_t(r->pages.size()),
+                              r->computed, r->draftLen);
   if (s.isOk() && options_.specK > 0 && !batch.reqs.empty())
     s = draft(batch);
   if (s.isOk() && !batch.reqs.empty())
@@ -702,9 +704,8 @@ std::string Engine::checkInvariants() const {
   for (int64_t p = 0; p < pool_.pages(); ++p)
     if (refs[size_t(p)] != pool_.refs(int32_t(p)))
       return "page " + std::to_string(p) + " has " +
-             std::to_string(pool_.refs(int32_t(p))) +
-             " references but is in " + std::to_string(refs[size_t(p)]) +
-             " page tables";
+             std::to_string(pool_.refs(int32_t(p))) + " references but is in " +
+             std::to_string(refs[size_t(p)]) + " page tables";
   if (int64_t(running_.size() + waiting_.size()) != int64_t(requests_.size()))
     return "running + waiting != live requests";
   return "";

@@ -1,4 +1,5 @@
-//===- EngineMetrics.h - Counters and gauges of the serving engine -*- C++ -*-===//
+//===- EngineMetrics.h - Counters and gauges of the serving engine -*- C++
+//-*-===//
 //
 // Read between steps (the server of issue 16 exports them). Counters only
 // grow; gauges are as of the end of the last step.

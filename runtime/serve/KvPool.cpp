@@ -60,8 +60,8 @@ std::string KvPool::checkInvariants() const {
   int64_t used = 0;
   for (size_t p = 0; p < refs_.size(); ++p) {
     if (refs_[p] < 0)
-      return "page " + std::to_string(p) + " has " +
-             std::to_string(refs_[p]) + " references";
+      return "page " + std::to_string(p) + " has " + std::to_string(refs_[p]) +
+             " references";
     bool shouldBeFree = refs_[p] == 0 && !cached_[p];
     if (shouldBeFree != bool(onList[p]))
       return "page " + std::to_string(p) + " (refs " +

@@ -1,4 +1,5 @@
-//===- Request.h - What a caller asks of the engine and gets back -*- C++ -*-===//
+//===- Request.h - What a caller asks of the engine and gets back -*- C++
+//-*-===//
 
 #ifndef KILN_RUNTIME_SERVE_REQUEST_H
 #define KILN_RUNTIME_SERVE_REQUEST_H

@@ -15,17 +15,16 @@ bench::engineDecode(engine::Model &model, int64_t batch, int64_t promptTokens,
   serve::EngineOptions options;
   // Room for every sequence at once, plus a page each of slack.
   const int64_t perSeq = promptTokens + decodeTokens + 1;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine,
-                        serve::Engine::create(model, [&] {
-                          serve::EngineOptions o = options;
-                          int64_t bytes = 0;
-                          for (size_t i = 0; i < model.cacheCount(); ++i)
-                            bytes += model.cache(i).rowBytes();
-                          o.kvMemoryBytes =
-                              batch * (perSeq + o.pageRows) * bytes;
-                          o.maxRunning = std::max<int64_t>(batch, 1);
-                          return o;
-                        }()));
+  KILN_ASSIGN_OR_RETURN(
+      std::unique_ptr<serve::Engine> engine, serve::Engine::create(model, [&] {
+        serve::EngineOptions o = options;
+        int64_t bytes = 0;
+        for (size_t i = 0; i < model.cacheCount(); ++i)
+          bytes += model.cache(i).rowBytes();
+        o.kvMemoryBytes = batch * (perSeq + o.pageRows) * bytes;
+        o.maxRunning = std::max<int64_t>(batch, 1);
+        return o;
+      }()));
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(
       0, int32_t(model.info().vocabSize - 1));
@@ -47,9 +46,9 @@ bench::engineDecode(engine::Model &model, int64_t batch, int64_t promptTokens,
     int64_t before = engine->metrics().generatedTokens;
     auto t0 = std::chrono::steady_clock::now();
     engine->step();
-    double dt = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - t0)
-                    .count();
+    double dt =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     r.seconds += dt;
     r.bestStepS = std::min(r.bestStepS, dt);
     r.tokens += engine->metrics().generatedTokens - before;
@@ -57,8 +56,8 @@ bench::engineDecode(engine::Model &model, int64_t batch, int64_t promptTokens,
   }
   for (serve::RequestOutput &out : engine->takeFinished())
     if (out.finish == serve::FinishReason::Error)
-      return makeError(StatusCode::Internal, "benchmark request failed: ",
-                       out.error);
+      return makeError(StatusCode::Internal,
+                       "benchmark request failed: ", out.error);
   r.kvPages = engine->layout().pages;
   r.bytesPerToken = engine->layout().bytesPerToken;
   return r;

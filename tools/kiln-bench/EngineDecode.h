@@ -1,4 +1,5 @@
-//===- EngineDecode.h - Batched decode through the serving engine -*- C++ -*-===//
+//===- EngineDecode.h - Batched decode through the serving engine -*- C++
+//-*-===//
 //
 // kiln-bench's decode rows: `batch` requests with random prompts run through
 // serve::Engine (continuous batching over the page pool) until each has
@@ -18,12 +19,12 @@
 namespace kiln::bench {
 
 struct EngineDecodeResult {
-  int64_t steps = 0;          // timed decode steps
-  int64_t tokens = 0;         // tokens generated in them
-  double seconds = 0;         // their wall time
-  double bestStepS = 0;       // fastest of them
-  int64_t kvPages = 0;        // pool size
-  int64_t bytesPerToken = 0;  // KV bytes per token
+  int64_t steps = 0;         // timed decode steps
+  int64_t tokens = 0;        // tokens generated in them
+  double seconds = 0;        // their wall time
+  double bestStepS = 0;      // fastest of them
+  int64_t kvPages = 0;       // pool size
+  int64_t bytesPerToken = 0; // KV bytes per token
 };
 
 Result<EngineDecodeResult> engineDecode(engine::Model &model, int64_t batch,

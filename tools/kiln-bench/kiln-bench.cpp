@@ -577,12 +577,12 @@ int main(int argc, char **argv) {
       const fb::Plan *plan = model.artifact().findPlan(engine::kDecodePlan);
       double bytes = bench::planWeightBytes(model.artifact(), *plan, batch);
       double gbps = bytes / mean / 1e9;
-      rows.push_back({"decode", threads, batch, tokPerSec,
-                      mean * 1e3, gbps, membw, bytes / double(batch)});
+      rows.push_back({"decode", threads, batch, tokPerSec, mean * 1e3, gbps,
+                      membw, bytes / double(batch)});
       std::printf("decode batch %lld, %d thread(s): %.2f ms/step (best %.2f), "
                   "%.1f tok/s, weights %.3f GB/step -> %.2f GB/s%s\n",
-                  (long long)batch, threads, mean * 1e3, best * 1e3,
-                  tokPerSec, bytes / 1e9, gbps,
+                  (long long)batch, threads, mean * 1e3, best * 1e3, tokPerSec,
+                  bytes / 1e9, gbps,
                   membw > 0 ? (" (" + std::to_string(int(100 * gbps / membw)) +
                                "% of read bandwidth)")
                                   .c_str()

@@ -121,8 +121,8 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
     Result<RequestParams> p = parseLine(line, model, o, label);
     Result<RequestId> id = p.isOk() ? engine->submit(*p) : p.status();
     if (!id.isOk()) {
-      std::string msg = o.input + ":" + std::to_string(lineNo) + ": " +
-                        id.status().message();
+      std::string msg =
+          o.input + ":" + std::to_string(lineNo) + ": " + id.status().message();
       std::fprintf(stderr, "kiln-run: %s\n", msg.c_str());
       results.push_back({{"id", label}, {"line", lineNo}, {"error", msg}});
       ++bad;
@@ -196,7 +196,7 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
     *os << dump(r) << "\n";
   os->flush();
   if (!*os)
-    return makeError(StatusCode::DataLoss, o.output.empty() ? "stdout" : o.output,
-                     ": write error");
+    return makeError(StatusCode::DataLoss,
+                     o.output.empty() ? "stdout" : o.output, ": write error");
   return bad ? 1 : 0;
 }

@@ -144,8 +144,6 @@ struct Options {
   serve::EngineOptions engine;
 };
 
-
-
 /// A usage error: message to stderr, exit 2.
 struct UsageError {
   std::string message;
@@ -495,8 +493,8 @@ Result<GenerateResult> generateWithEngine(Model &model,
   engine->runToCompletion();
   std::vector<serve::RequestOutput> done = engine->takeFinished();
   if (done.size() != 1)
-    return makeError(StatusCode::Internal, "the engine finished ",
-                     done.size(), " requests, expected 1");
+    return makeError(StatusCode::Internal, "the engine finished ", done.size(),
+                     " requests, expected 1");
   serve::RequestOutput &out = done[0];
   if (out.finish == serve::FinishReason::Error)
     return makeError(StatusCode::Internal, out.error);
@@ -594,10 +592,10 @@ int runGenerate(Model &model, const Options &o) {
   SpecStats spec;
   GenerateResult r =
       !model.device() && g.maxNewTokens > 0 // -n 0: the prompt's logits only
-          ? orFail(generateWithEngine(model, prompt, g, int(k), o.engine,
-                                      &spec))
-      : k > 0 ? orFail(generateSpeculative(model, prompt, g, int(k), &spec))
-              : orFail(generate(model, prompt, g));
+          ? orFail(
+                generateWithEngine(model, prompt, g, int(k), o.engine, &spec))
+          : k > 0 ? orFail(generateSpeculative(model, prompt, g, int(k), &spec))
+                  : orFail(generate(model, prompt, g));
 
   if (!o.dumpLogits.empty()) {
     Status s = writeNpyF32(o.dumpLogits, {int64_t(r.promptLogits.size())},

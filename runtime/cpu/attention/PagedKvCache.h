@@ -60,7 +60,9 @@ public:
   int64_t width() const { return width_; }
   CacheElem elem() const { return elem_; }
   /// Bytes of one row (one token of one sequence).
-  int64_t rowBytes() const { return width_ * (elem_ == CacheElem::F32 ? 4 : 2); }
+  int64_t rowBytes() const {
+    return width_ * (elem_ == CacheElem::F32 ? 4 : 2);
+  }
 
   int64_t pagesInUse() const { return allocated_ - int64_t(free_.size()); }
   int64_t pagesAllocated() const { return allocated_; }

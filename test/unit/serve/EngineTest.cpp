@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/engine/Generator.h"
 #include "runtime/serve/Engine.h"
+#include "runtime/engine/Generator.h"
 #include "runtime/support/Npy.h"
 #include "test/unit/Fixtures.h"
 
@@ -287,9 +287,10 @@ TEST_F(EngineTest, RandomScheduleKeepsTheAccounts) {
     if (rng() % 3 == 0) {
       // Prompts from a few shared starts, so prefixes hit and pages share.
       size_t start = (rng() % 4) * 16, len = 1 + rng() % 90;
-      RequestParams p = greedy(std::vector<int32_t>(g.eval.begin() + start,
-                                                    g.eval.begin() + start + len),
-                               1 + rng() % 30);
+      RequestParams p =
+          greedy(std::vector<int32_t>(g.eval.begin() + start,
+                                      g.eval.begin() + start + len),
+                 1 + rng() % 30);
       auto id = (*e)->submit(p);
       ASSERT_TRUE(id.isOk()) << id.status().toString();
       live.push_back(*id);
@@ -338,8 +339,8 @@ TEST_F(EngineTest, RefusesWhatCanNeverRunAndServesTheRest) {
   EXPECT_NE(tooLong.status().message().find("2048"), std::string::npos);
   // Larger than the whole pool.
   const int64_t pages = (*e)->layout().pages;
-  std::vector<int32_t> big(g.eval.begin(),
-                           g.eval.begin() + std::min<int64_t>(pages * 16, 2000));
+  std::vector<int32_t> big(
+      g.eval.begin(), g.eval.begin() + std::min<int64_t>(pages * 16, 2000));
   auto tooBig = (*e)->submit(greedy(big, 40));
   if (pages * 16 < 2000 - 40) {
     ASSERT_FALSE(tooBig.isOk());
@@ -377,7 +378,7 @@ TEST_F(EngineTest, SamplingIsPerRequest) {
   std::vector<int32_t> solo = runAll(**e, {a})[0].ids;
   std::vector<RequestOutput> together = runAll(**e, {b, a, c});
   EXPECT_EQ(together[1].ids, solo);
-  EXPECT_EQ(solo, alone(a)); // same sampler, same draws as generate()
+  EXPECT_EQ(solo, alone(a));        // same sampler, same draws as generate()
   EXPECT_NE(together[2].ids, solo); // another seed, another text
 }
 
@@ -401,8 +402,8 @@ TEST_F(EngineTest, StopIdsStringsAndCancel) {
   std::vector<RequestOutput> out = runAll(**e, {byId, byText});
   size_t firstStop = std::find(ref.begin(), ref.end(), ref[5]) - ref.begin();
   EXPECT_EQ(out[0].finish, FinishReason::Stop);
-  EXPECT_EQ(out[0].ids, std::vector<int32_t>(ref.begin(),
-                                             ref.begin() + firstStop + 1));
+  EXPECT_EQ(out[0].ids,
+            std::vector<int32_t>(ref.begin(), ref.begin() + firstStop + 1));
   EXPECT_EQ(out[1].finish, FinishReason::Stop);
   EXPECT_LE(out[1].ids.size(), 12u);
   EXPECT_EQ(out[1].text.find(byText.stopStrings[0]), std::string::npos);
