@@ -176,38 +176,39 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
   return e;
 }
 
-Result<RequestId> Engine::submit(RequestParams params) {
-  auto refuse = [&](StatusCode code, auto &&...args) -> Status {
-    ++metrics_.requestsRefused;
-    return makeError(code, args...);
-  };
+Status Engine::validate(const RequestParams &params) const {
   const int64_t n = int64_t(params.prompt.size());
   if (n == 0)
-    return refuse(StatusCode::InvalidArgument, "the prompt is empty");
+    return makeError(StatusCode::InvalidArgument, "the prompt is empty");
   for (int64_t i = 0; i < n; ++i)
     if (params.prompt[i] < 0 || params.prompt[i] >= vocab_)
-      return refuse(StatusCode::InvalidArgument, "prompt token ", i, " is ",
-                    params.prompt[i], ", expected 0 to ", vocab_ - 1);
+      return makeError(StatusCode::InvalidArgument, "prompt token ", i, " is ",
+                       params.prompt[i], ", expected 0 to ", vocab_ - 1);
   if (params.maxTokens < 1)
-    return refuse(StatusCode::InvalidArgument, "max tokens ", params.maxTokens,
-                  ", expected >= 1");
-  if (Status s = params.sampling.check(); !s.isOk()) {
+    return makeError(StatusCode::InvalidArgument, "max tokens ",
+                     params.maxTokens, ", expected >= 1");
+  KILN_RETURN_IF_ERROR(params.sampling.check());
+  const int64_t maxPos = model_.info().maxPositions;
+  if (maxPos > 0 && n + params.maxTokens > maxPos)
+    return makeError(StatusCode::OutOfRange, "prompt of ", n, " tokens + ",
+                     params.maxTokens, " max tokens = ", n + params.maxTokens,
+                     " exceeds the model's context of ", maxPos, " positions");
+  const int64_t need = pool_.pagesFor(n + params.maxTokens + options_.specK);
+  if (need > pool_.pages())
+    return makeError(StatusCode::ResourceExhausted, "prompt of ", n,
+                     " tokens + ", params.maxTokens, " max tokens needs ", need,
+                     " KV pages of ", pool_.pageRows(),
+                     " tokens, but the whole pool has ", pool_.pages(),
+                     " pages (", pool_.pages() * pool_.pageRows(), " tokens)");
+  return Status::ok();
+}
+
+Result<RequestId> Engine::submit(RequestParams params) {
+  if (Status s = validate(params); !s.isOk()) {
     ++metrics_.requestsRefused;
     return s;
   }
-  const int64_t maxPos = model_.info().maxPositions;
-  if (maxPos > 0 && n + params.maxTokens > maxPos)
-    return refuse(StatusCode::OutOfRange, "prompt of ", n, " tokens + ",
-                  params.maxTokens, " max tokens = ", n + params.maxTokens,
-                  " exceeds the model's context of ", maxPos, " positions");
-  const int64_t need = pool_.pagesFor(n + params.maxTokens + options_.specK);
-  if (need > pool_.pages())
-    return refuse(StatusCode::ResourceExhausted, "prompt of ", n, " tokens + ",
-                  params.maxTokens, " max tokens needs ", need, " KV pages of ",
-                  pool_.pageRows(), " tokens, but the whole pool has ",
-                  pool_.pages(), " pages (", pool_.pages() * pool_.pageRows(),
-                  " tokens)");
-
+  const int64_t n = int64_t(params.prompt.size());
   auto r = std::make_unique<Req>(params.sampling);
   r->id = nextId_++;
   r->tokens = params.prompt;

@@ -91,6 +91,9 @@ public:
   /// or out-of-vocabulary prompt, prompt + max tokens past the model's
   /// positions, or more pages than the whole pool.
   Result<RequestId> submit(RequestParams params);
+  /// What submit() would refuse `params` for (nothing is counted). Reads
+  /// only what is fixed at creation: safe from any thread.
+  Status validate(const RequestParams &params) const;
   /// Ends a request at the next step (finish reason "cancelled").
   void cancel(RequestId id);
   /// One scheduling step. An error of a plan call ends the requests of that

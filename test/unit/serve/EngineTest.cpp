@@ -9,16 +9,20 @@
 
 #include "runtime/serve/Engine.h"
 #include "runtime/engine/Generator.h"
+#include "runtime/serve/EngineLoop.h"
 #include "runtime/support/Npy.h"
 #include "test/unit/Fixtures.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <map>
 #include <random>
+#include <thread>
 
 namespace kiln::serve {
 namespace {
@@ -420,6 +424,75 @@ TEST_F(EngineTest, StopIdsStringsAndCancel) {
       EXPECT_LT(o.ids.size(), 64u);
     }
   EXPECT_EQ((*e)->metrics().pagesUsed, 0);
+}
+
+TEST_F(EngineTest, LoopServesConcurrentClients) {
+  std::vector<RequestParams> ps = mixed(16);
+  std::vector<std::vector<int32_t>> want;
+  for (const RequestParams &p : ps)
+    want.push_back(alone(p));
+  auto model = load(2);
+  auto e = Engine::create(*model, small());
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EngineLoop loop(std::move(e).value());
+  // One client thread per request, as a server's connections would be.
+  std::vector<std::thread> clients;
+  std::vector<RequestOutput> outs(ps.size());
+  std::vector<std::vector<int32_t>> streamed(ps.size());
+  for (size_t i = 0; i < ps.size(); ++i)
+    clients.emplace_back([&, i] {
+      std::promise<RequestOutput> done;
+      auto id = loop.submit(
+          ps[i], [&](int32_t t) { streamed[i].push_back(t); },
+          [&](const RequestOutput &o) { done.set_value(o); });
+      ASSERT_TRUE(id.isOk()) << id.status().toString();
+      outs[i] = done.get_future().get();
+    });
+  for (std::thread &t : clients)
+    t.join();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_EQ(outs[i].ids, want[i]) << "request " << i;
+    EXPECT_EQ(streamed[i], outs[i].ids) << "request " << i;
+  }
+
+  // A client that goes away after 3 tokens: cancelled, its pages freed.
+  std::promise<RequestOutput> done;
+  std::atomic<int> seen{0};
+  std::promise<void> third;
+  auto id = loop.submit(
+      greedy(golden().prompts[3], 200),
+      [&](int32_t) {
+        if (++seen == 3)
+          third.set_value();
+      },
+      [&](const RequestOutput &o) { done.set_value(o); });
+  ASSERT_TRUE(id.isOk());
+  third.get_future().get();
+  loop.cancel(*id);
+  RequestOutput cancelled = done.get_future().get();
+  EXPECT_EQ(cancelled.finish, FinishReason::Cancelled);
+  EXPECT_LT(cancelled.ids.size(), 200u);
+  for (int i = 0; i < 1000 && loop.metrics().running > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(loop.metrics().running, 0);
+  EXPECT_EQ(loop.metrics().pagesUsed, 0);
+
+  // Refusals come back to the caller at once; stop(drain) finishes the
+  // running requests and refuses new ones.
+  auto tooLong = loop.submit(greedy(golden().prompts[0], 4000), {}, {});
+  EXPECT_FALSE(tooLong.isOk());
+  std::promise<RequestOutput> last;
+  ASSERT_TRUE(loop.submit(greedy(golden().prompts[0], 64), {},
+                          [&](const RequestOutput &o) { last.set_value(o); })
+                  .isOk());
+  loop.stop(/*drain=*/true);
+  RequestOutput drained = last.get_future().get();
+  EXPECT_EQ(drained.finish, FinishReason::Length);
+  EXPECT_EQ(drained.ids, golden().greedy[0]);
+  auto late = loop.submit(greedy(golden().prompts[0], 4), {}, {});
+  ASSERT_FALSE(late.isOk());
+  EXPECT_EQ(late.status().code(), StatusCode::Unavailable);
+  EXPECT_GE(loop.metrics().requestsRefused, 2);
 }
 
 } // namespace

@@ -1,0 +1,133 @@
+//===- EngineLoop.cpp -----------------------------------------------------===//
+
+#include "runtime/serve/EngineLoop.h"
+
+using namespace kiln;
+using namespace kiln::serve;
+
+EngineLoop::EngineLoop(std::unique_ptr<Engine> engine)
+    : engine_(std::move(engine)), layout_(engine_->layout()),
+      metrics_(engine_->metrics()) {
+  engine_->setOnToken([this](RequestId engineId, int32_t token) {
+    auto it = live_.find(engineId);
+    if (it != live_.end() && it->second.onToken)
+      it->second.onToken(token);
+  });
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() { stop(/*drain=*/false); }
+
+Result<RequestId> EngineLoop::submit(RequestParams params, TokenFn onToken,
+                                     FinishFn onFinish) {
+  Status valid = engine_->validate(params);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!valid.isOk()) {
+    ++refused_;
+    return valid;
+  }
+  if (stopping_) {
+    ++refused_;
+    return makeError(StatusCode::Unavailable,
+                     "the engine is shutting down: no new requests");
+  }
+  RequestId id = nextId_++;
+  submitted_.push_back(
+      {id, std::move(params), std::move(onToken), std::move(onFinish)});
+  wake_.notify_one();
+  return id;
+}
+
+void EngineLoop::cancel(RequestId id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_.push_back(id);
+  wake_.notify_one();
+}
+
+void EngineLoop::flushPrefixCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  flush_ = true;
+  wake_.notify_one();
+}
+
+EngineMetrics EngineLoop::metrics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineMetrics m = metrics_;
+  m.requestsRefused += refused_;
+  return m;
+}
+
+void EngineLoop::stop(bool drain) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stopping_)
+      drain_ = drain;
+    stopping_ = true;
+    wake_.notify_one();
+  }
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void EngineLoop::run() {
+  while (true) {
+    std::vector<Submitted> submitted;
+    std::vector<RequestId> cancelled;
+    bool flush = false, stopping = false, drain = true;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] {
+        return !submitted_.empty() || !cancelled_.empty() || flush_ ||
+               stopping_ || engine_->hasWork();
+      });
+      submitted.swap(submitted_);
+      cancelled.swap(cancelled_);
+      std::swap(flush, flush_);
+      stopping = stopping_;
+      drain = drain_;
+    }
+    for (Submitted &s : submitted) {
+      Result<RequestId> engineId = engine_->submit(std::move(s.params));
+      if (!engineId.isOk()) { // validated, so only if the engine changed
+        RequestOutput out;
+        out.request = s.id;
+        out.finish = FinishReason::Error;
+        out.error = engineId.status().message();
+        if (s.onFinish)
+          s.onFinish(out);
+        continue;
+      }
+      live_[*engineId] = {s.id, std::move(s.onToken), std::move(s.onFinish)};
+      engineIds_[s.id] = *engineId;
+    }
+    for (RequestId id : cancelled) {
+      auto it = engineIds_.find(id);
+      if (it != engineIds_.end())
+        engine_->cancel(it->second);
+    }
+    if (stopping && !drain)
+      for (const auto &[id, engineId] : engineIds_)
+        engine_->cancel(engineId);
+    if (flush)
+      engine_->flushPrefixCache();
+    if (engine_->hasWork())
+      engine_->step();
+    for (RequestOutput &out : engine_->takeFinished()) {
+      auto it = live_.find(out.request);
+      if (it == live_.end())
+        continue;
+      Live live = std::move(it->second);
+      live_.erase(it);
+      engineIds_.erase(live.id);
+      out.request = live.id;
+      if (live.onFinish)
+        live.onFinish(out);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      metrics_ = engine_->metrics();
+      if (stopping_ && submitted_.empty() && !engine_->hasWork())
+        return;
+    }
+  }
+}

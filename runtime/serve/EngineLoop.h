@@ -1,0 +1,92 @@
+//===- EngineLoop.h - The engine on its own thread, for servers -*- C++ -*-===//
+//
+// Engine is single-threaded; a server has a thread per connection. EngineLoop
+// owns one Engine and a thread that steps it while there is work and sleeps
+// otherwise. Any thread may submit (with callbacks for tokens and the end),
+// cancel, or read a metrics snapshot. Callbacks run on the engine thread,
+// between steps: they must be quick (queue the token, notify a writer) and
+// must not call back into the loop.
+//
+//   EngineLoop loop(std::move(engine));
+//   auto id = loop.submit(params, onToken, onFinish);
+//   ...
+//   loop.cancel(*id);        // e.g. the client went away
+//   loop.stop();             // drains (or cancels) and joins
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_SERVE_ENGINELOOP_H
+#define KILN_RUNTIME_SERVE_ENGINELOOP_H
+
+#include "runtime/serve/Engine.h"
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kiln::serve {
+
+class EngineLoop {
+public:
+  using TokenFn = std::function<void(int32_t token)>;
+  using FinishFn = std::function<void(const RequestOutput &)>;
+
+  explicit EngineLoop(std::unique_ptr<Engine> engine);
+  /// stop(/*drain=*/false).
+  ~EngineLoop();
+  EngineLoop(const EngineLoop &) = delete;
+  EngineLoop &operator=(const EngineLoop &) = delete;
+
+  /// Queues a request; refused as Engine::submit refuses, or when stopping.
+  Result<RequestId> submit(RequestParams params, TokenFn onToken,
+                           FinishFn onFinish);
+  /// Ends a request at the next step; unknown or finished ids are ignored.
+  void cancel(RequestId id);
+  void flushPrefixCache();
+  /// A copy, as of the last step.
+  EngineMetrics metrics() const;
+  const KvLayout &layout() const { return layout_; }
+  /// New submissions are refused from now on; with `drain`, running and
+  /// waiting requests finish first, else they are cancelled. Joins.
+  void stop(bool drain);
+
+private:
+  void run();
+
+  std::unique_ptr<Engine> engine_;
+  KvLayout layout_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  // Guarded by mutex_.
+  struct Submitted {
+    RequestId id;
+    RequestParams params;
+    TokenFn onToken;
+    FinishFn onFinish;
+  };
+  std::vector<Submitted> submitted_;
+  int64_t refused_ = 0;
+  std::vector<RequestId> cancelled_;
+  bool flush_ = false;
+  bool stopping_ = false, drain_ = true;
+  EngineMetrics metrics_;
+  RequestId nextId_ = 0;
+  // Engine thread only: the live requests by engine id, and engine ids by
+  // loop id.
+  struct Live {
+    RequestId id;
+    TokenFn onToken;
+    FinishFn onFinish;
+  };
+  std::map<RequestId, Live> live_;
+  std::map<RequestId, RequestId> engineIds_;
+  std::thread thread_;
+};
+
+} // namespace kiln::serve
+
+#endif // KILN_RUNTIME_SERVE_ENGINELOOP_H
