@@ -43,6 +43,7 @@ from lit.llvm.subst import ToolSubst
 llvm_config.add_tool_substitutions(
     [ToolSubst(t, unresolved="ignore")
      for t in ["kiln-opt", "kiln-compile", "kiln-run", "kiln-dump", "kiln-bench",
+               "kiln-serve",
                "kiln-gpu-codegen"]],
     tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

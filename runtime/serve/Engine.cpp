@@ -285,7 +285,11 @@ void Engine::finish(Req &r, FinishReason reason, std::string error) {
   out.error = std::move(error);
   out.e2eS = now() - r.submitT;
   if (const Tokenizer *tok = model_.tokenizer()) {
-    Result<std::string> text = tok->decode(out.ids);
+    // Without a final stop id: it ends the text, it is not part of it.
+    size_t shown = out.ids.size();
+    if (reason == FinishReason::Stop && shown > 0 && isStop(r, out.ids.back()))
+      --shown;
+    Result<std::string> text = tok->decode(out.ids.data(), shown);
     if (text.isOk()) {
       out.text = std::move(text).value();
       for (const std::string &s : r.params.stopStrings) {

@@ -53,8 +53,8 @@ struct RequestOutput {
   std::string id;
   std::vector<int32_t> prompt;
   std::vector<int32_t> ids; // generated
-  std::string text;         // decoded ids (cut at a stop string); empty
-                            // without a tokenizer
+  std::string text;         // decoded ids without a final stop id, cut
+                            // at a stop string; empty without a tokenizer
   FinishReason finish = FinishReason::Length;
   std::string error; // FinishReason::Error
   /// Prompt tokens found in the prefix cache at first admission.

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""kiln-serve end to end, through http.client (a real HTTP client).
+
+usage: check_serve.py KILN_SERVE KILN_RUN ARTIFACT FIXTURE_DIR WORKDIR
+
+Starts kiln-serve on a free loopback port, waits on /health, and checks:
+greedy completions of the golden prompts equal kiln-run's text, alone and as
+16 concurrent requests; streaming (completions and chat) gives the same text
+as not streaming, with the usage chunk only when asked; a repeated long
+prompt reports cached tokens; stop strings; seeds reproducible; errors
+(400 malformed / too long / bad type, 404 unknown model, 413 body too large,
+401 without the API key of a second server); a client that disconnects
+mid-stream frees its pages; SIGTERM drains (the running request finishes,
+new ones get 503, exit 0). Prints one line per check; exits 1 on failure.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+serve, kiln_run, artifact, fixture, work = sys.argv[1:6]
+golden = os.path.join(fixture, "golden")
+prompts = json.load(open(os.path.join(golden, "prompts.json")))
+failures = 0
+
+
+def check(name, ok, detail=""):
+    global failures
+    print("%s %s%s" % ("ok  " if ok else "FAIL", name,
+                       "" if ok else ": " + str(detail)))
+    failures += not ok
+
+
+def start(*extra):
+    port_file = os.path.join(work, "port")
+    if os.path.exists(port_file):
+        os.remove(port_file)
+    log = open(os.path.join(work, "serve.log"), "a")
+    p = subprocess.Popen([serve, artifact, "--port", "0", "--port-file",
+                          port_file, "--threads", "2"] + list(extra),
+                         stdout=log, stderr=log)
+    for _ in range(600):
+        if os.path.exists(port_file) and open(port_file).read().strip():
+            port = int(open(port_file).read())
+            try:
+                if request(port, "GET", "/health")[0] == 200:
+                    return p, port
+            except OSError:
+                pass
+        if p.poll() is not None:
+            sys.exit("kiln-serve exited with %d" % p.returncode)
+        time.sleep(0.05)
+    p.kill()
+    sys.exit("kiln-serve did not become healthy")
+
+
+def request(port, method, path, body=None, headers=None, raw=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    data = raw if raw is not None else (json.dumps(body) if body else None)
+    c.request(method, path, body=data, headers=headers or {})
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    try:
+        return r.status, json.loads(text)
+    except ValueError:
+        return r.status, text
+
+
+def stream(port, path, body):
+    """The data events of a streamed request, parsed ([DONE] as None)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", path, body=json.dumps(body))
+    r = c.getresponse()
+    events = []
+    for block in r.read().decode().split("\n\n"):
+        if block.startswith("data: "):
+            payload = block[6:]
+            events.append(None if payload == "[DONE]" else json.loads(payload))
+    c.close()
+    return r.status, events
+
+
+def kiln_run_text(ids, n):
+    out = subprocess.run([kiln_run, artifact, "--prompt-ids",
+                          ",".join(map(str, ids)), "-n", str(n),
+                          "--ignore-eos", "--output-format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["text"]
+
+
+def metric(port, name):
+    text = request(port, "GET", "/metrics")[1]
+    for line in text.splitlines():
+        if line.startswith("kiln:" + name + "{"):
+            return float(line.split()[-1])
+    return None
+
+
+proc, port = start()
+greedy = {"max_tokens": 32, "temperature": 0, "ignore_eos": True}
+
+# Golden prompts: alone, then 16 at once.
+want = [kiln_run_text(p["token_ids"], 32) for p in prompts]
+alone = [request(port, "POST", "/v1/completions",
+                 dict(greedy, prompt=p["token_ids"]))[1] for p in prompts]
+check("greedy completions equal kiln-run",
+      [a["choices"][0]["text"] for a in alone] == want,
+      [a["choices"][0]["text"] for a in alone])
+results = [None] * 16
+
+
+def worker(i):
+    results[i] = request(port, "POST", "/v1/completions",
+                         dict(greedy, prompt=prompts[i % 5]["token_ids"]))[1]
+
+
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+check("16 concurrent completions equal kiln-run",
+      all(r["choices"][0]["text"] == want[i % 5] for i, r in enumerate(results)))
+
+# Streaming equals non-streaming; usage only when asked.
+body = dict(greedy, prompt=prompts[1]["token_ids"], stream=True)
+status, events = stream(port, "/v1/completions", body)
+text = "".join(e["choices"][0]["text"] for e in events if e and e["choices"])
+check("streamed completion equals the whole one",
+      status == 200 and text == want[1] and events[-1] is None and
+      all(e["usage"] is None for e in events if e), text)
+body["stream_options"] = {"include_usage": True}
+status, events = stream(port, "/v1/completions", body)
+check("usage chunk when asked", events[-2]["choices"] == [] and
+      events[-2]["usage"]["completion_tokens"] == 32)
+chat = {"messages": [{"role": "user", "content": "def main():"}],
+        "max_tokens": 16, "temperature": 0}
+whole = request(port, "POST", "/v1/chat/completions", chat)[1]
+status, events = stream(port, "/v1/chat/completions", dict(chat, stream=True))
+deltas = "".join(e["choices"][0]["delta"].get("content", "")
+                 for e in events if e and e["choices"])
+check("chat: streamed equals whole",
+      whole["object"] == "chat.completion" and
+      deltas == whole["choices"][0]["message"]["content"] and
+      events[0]["choices"][0]["delta"]["role"] == "assistant", deltas)
+
+# Prefix cache: a long prompt twice.
+eval_text = open(os.path.join(golden, "eval.txt")).read()[:4000]
+long = dict(greedy, prompt=eval_text, max_tokens=4)
+request(port, "POST", "/v1/completions", long)
+second = request(port, "POST", "/v1/completions", long)[1]
+cached = second["usage"]["prompt_tokens_details"]["cached_tokens"]
+check("repeated prompt is cached",
+      cached >= (second["usage"]["prompt_tokens"] - 1) // 64 * 64 and
+      cached > 0, second["usage"])
+
+# Stop strings; seeds.
+stop_at = want[0][5:8]
+stopped = request(port, "POST", "/v1/completions",
+                  dict(greedy, prompt=prompts[0]["token_ids"], stop=stop_at))[1]
+check("stop string ends the text before it",
+      stopped["choices"][0]["finish_reason"] == "stop" and
+      stopped["choices"][0]["text"] == want[0][:want[0].find(stop_at)],
+      stopped["choices"][0])
+sampled = dict(prompt="def", max_tokens=24, temperature=0.9, seed=7)
+a = request(port, "POST", "/v1/completions", sampled)[1]["choices"][0]["text"]
+b = request(port, "POST", "/v1/completions", sampled)[1]["choices"][0]["text"]
+c = request(port, "POST", "/v1/completions",
+            dict(sampled, seed=8))[1]["choices"][0]["text"]
+check("seeds reproducible", a == b and a != c, (a, b, c))
+
+# Errors.
+s, e = request(port, "POST", "/v1/completions", raw="{oops")
+check("malformed JSON -> 400", s == 400 and "not valid JSON" in
+      e["error"]["message"], e)
+s, e = request(port, "POST", "/v1/completions",
+               {"prompt": "x", "max_tokens": 4000})
+check("beyond the context -> 400", s == 400 and "2048" in
+      e["error"]["message"], e)
+s, e = request(port, "POST", "/v1/completions", {"prompt": "x", "top_k": "3"})
+check("wrong type -> 400", s == 400 and "top_k" in e["error"]["message"], e)
+s, e = request(port, "POST", "/v1/completions", {"prompt": "x",
+                                                 "model": "other"})
+check("unknown model -> 404", s == 404 and e["error"]["code"] ==
+      "model_not_found", e)
+s, e = request(port, "POST", "/v1/completions",
+               raw=json.dumps({"prompt": "x" * (5 << 20)}))
+check("body too large -> 413", s == 413 and "error" in e, (s, e))
+
+# A client that vanishes mid-stream (1,700 tokens asked: it is cut short).
+generated = metric(port, "generation_tokens_total")
+sock = socket.create_connection(("127.0.0.1", port))
+req = json.dumps(dict(prompt=prompts[3]["token_ids"], max_tokens=1700,
+                      temperature=0, ignore_eos=True, stream=True))
+sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+              "application/json\r\nContent-Length: %d\r\n\r\n%s" %
+              (len(req), req)).encode())
+got = b""
+while got.count(b"data: ") < 3:
+    got += sock.recv(4096)
+sock.close()
+for _ in range(400):
+    if metric(port, "num_requests_running") == 0:
+        break
+    time.sleep(0.05)
+check("a vanished client frees its pages",
+      metric(port, "num_requests_running") == 0 and
+      metric(port, "kv_cache_usage_perc") == 0 and
+      metric(port, "generation_tokens_total") - generated < 1000,
+      metric(port, "generation_tokens_total") - generated)
+
+# SIGTERM drains.
+holder = {}
+
+
+def long_request():
+    holder["r"] = request(port, "POST", "/v1/completions",
+                          dict(greedy, prompt="def", max_tokens=300))
+
+
+t = threading.Thread(target=long_request)
+t.start()
+while metric(port, "num_requests_running") == 0:
+    time.sleep(0.01)
+proc.send_signal(signal.SIGTERM)
+time.sleep(0.1)
+try:
+    late = request(port, "POST", "/v1/completions", {"prompt": "x"})[0]
+except OSError:
+    late = "closed"
+t.join()
+rc = proc.wait(timeout=60)
+check("SIGTERM drains", rc == 0 and holder["r"][0] == 200 and
+      holder["r"][1]["usage"]["completion_tokens"] == 300 and
+      late in (503, "closed"), (rc, late))
+
+# API key.
+proc, port = start("--api-key", "sekret")
+s, _ = request(port, "POST", "/v1/completions", dict(greedy, prompt="x"))
+s2, ok = request(port, "POST", "/v1/completions", dict(greedy, prompt="x"),
+                 headers={"Authorization": "Bearer sekret"})
+s3, _ = request(port, "GET", "/health")
+check("api key: 401 without, 200 with, /health open",
+      s == 401 and s2 == 200 and s3 == 200, (s, s2, s3))
+proc.send_signal(signal.SIGTERM)
+check("second server exits 0", proc.wait(timeout=60) == 0)
+sys.exit(1 if failures else 0)
