@@ -477,6 +477,13 @@ int main(int argc, char **argv) {
   EngineLoop loop(std::move(engine).value());
   Server server(**model, loop, o);
   httplib::Server http;
+  // A connection's thread waits on its request: room for every running and
+  // queued request's connection (httplib's default is 8 threads).
+  const size_t connections =
+      size_t(std::min<int64_t>(o.engine.maxRunning + 64, 4096));
+  http.new_task_queue = [connections] {
+    return new httplib::ThreadPool(connections);
+  };
   server.routes(http);
   int port = o.port;
   if (port == 0)
