@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+bash scripts/setup-node.sh
 BUILD_DIR=${BUILD_DIR:-build}
 status=0
 bash scripts/lint.sh || status=1

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kiln-serve end to end, through http.client (a real HTTP client).
 
-usage: check_serve.py KILN_SERVE KILN_RUN ARTIFACT FIXTURE_DIR WORKDIR
+usage: check_serve.py KILN_SERVE KILN_RUN ARTIFACT FIXTURE_DIR WORKDIR NODE_MODULES
 
 Starts kiln-serve on a free loopback port, waits on /health, and checks:
 greedy completions of the golden prompts equal kiln-run's text, alone and as
@@ -9,7 +9,8 @@ greedy completions of the golden prompts equal kiln-run's text, alone and as
 as not streaming, with the usage chunk only when asked; a repeated long
 prompt reports cached tokens; stop strings; seeds reproducible; errors
 (400 malformed / too long / bad type, 404 unknown model, 413 body too large,
-401 without the API key of a second server); a client that disconnects
+401 without the API key of a second server, which the official `openai` npm
+client in NODE_MODULES (scripts/setup-node.sh) also drives); a client that disconnects
 mid-stream frees its pages; SIGTERM drains (the running request finishes,
 new ones get 503, exit 0). Prints one line per check; exits 1 on failure.
 """
@@ -23,7 +24,7 @@ import sys
 import threading
 import time
 
-serve, kiln_run, artifact, fixture, work = sys.argv[1:6]
+serve, kiln_run, artifact, fixture, work, node_modules = sys.argv[1:7]
 golden = os.path.join(fixture, "golden")
 prompts = json.load(open(os.path.join(golden, "prompts.json")))
 failures = 0
@@ -246,6 +247,12 @@ s2, ok = request(port, "POST", "/v1/completions", dict(greedy, prompt="x"),
 s3, _ = request(port, "GET", "/health")
 check("api key: 401 without, 200 with, /health open",
       s == 401 and s2 == 200 and s3 == 200, (s, s2, s3))
+client = subprocess.run(["node", os.path.join(os.path.dirname(__file__),
+                                              "openai_client.mjs"),
+                         node_modules, "http://127.0.0.1:%d/v1" % port,
+                         "sekret"], capture_output=True, text=True)
+print(client.stdout + client.stderr, end="")
+check("the openai npm client ran", client.returncode == 0, client.returncode)
 proc.send_signal(signal.SIGTERM)
 check("second server exits 0", proc.wait(timeout=60) == 0)
 sys.exit(1 if failures else 0)
