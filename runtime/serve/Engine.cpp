@@ -37,6 +37,31 @@ int64_t hostMemoryAvailable() {
   return 0;
 }
 
+/// The rows of one plan call, as the step builds them.
+struct PlanRows {
+  std::vector<int32_t> ids, seqs, pos, logitRows;
+  std::vector<float> hidden; // [rows, H] for plans with a hidden input
+  void add(int32_t id, int32_t seq, int64_t position) {
+    ids.push_back(id);
+    seqs.push_back(seq);
+    pos.push_back(int32_t(position));
+  }
+  PlanInputs inputs() const {
+    PlanInputs in;
+    in.tokenIds = ids.data();
+    in.seqIds = seqs.data();
+    in.positions = pos.data();
+    in.tokens = int64_t(ids.size());
+    in.logitRows = logitRows.data();
+    in.logitCount = int64_t(logitRows.size());
+    in.hiddenIn = hidden.empty() ? nullptr : hidden.data();
+    return in;
+  }
+  void clear() {
+    ids.clear(), seqs.clear(), pos.clear(), logitRows.clear(), hidden.clear();
+  }
+};
+
 } // namespace
 
 struct Engine::Req {
@@ -72,6 +97,20 @@ struct Engine::Batch {
   std::vector<Req *> reqs;
   int64_t budget = 0;
 };
+
+Result<int> kiln::serve::specDrafts(const Model &model, int64_t requested) {
+  int64_t k = requested < 0 ? model.info().defaultSpecK : requested;
+  if (k > 0 && !model.hasPlan(kDraftPlan)) {
+    if (requested > 0)
+      return makeError(StatusCode::FailedPrecondition, "--spec ", k,
+                       ": the artifact has no draft plan (no MTP layer)");
+    k = 0;
+  }
+  if (k > 16)
+    return makeError(StatusCode::InvalidArgument, "--spec ", k,
+                     ": expected 0 to 16");
+  return int(k);
+}
 
 std::string KvLayout::describe(int64_t contextLength) const {
   std::ostringstream os;
@@ -466,8 +505,7 @@ Status Engine::draft(Batch &batch) {
   // Catch-up: draft rows for every pair (target hidden h_i, token x_{i+1})
   // with i in [draftLen, computed); decoding requests take the logits of
   // their last row to draft d_1.
-  std::vector<int32_t> ids, seqs, pos, logitRows;
-  std::vector<float> hidden;
+  PlanRows rows;
   std::vector<Req *> drafting;
   for (Req *r : batch.reqs) {
     int64_t n = r->computed - r->draftLen;
@@ -477,28 +515,16 @@ Status Engine::draft(Batch &batch) {
       continue;
     }
     for (int64_t i = r->draftLen; i < r->computed; ++i) {
-      ids.push_back(r->tokens[size_t(i + 1)]);
-      seqs.push_back(r->seq);
-      pos.push_back(int32_t(i));
+      rows.add(r->tokens[size_t(i + 1)], r->seq, i);
     }
-    hidden.insert(hidden.end(), r->pendingHidden.begin(),
-                  r->pendingHidden.end());
+    rows.hidden.insert(rows.hidden.end(), r->pendingHidden.begin(),
+                       r->pendingHidden.end());
     if (r->k > 0) {
-      logitRows.push_back(int32_t(ids.size() - 1));
+      rows.logitRows.push_back(int32_t(rows.ids.size() - 1));
       drafting.push_back(r);
     }
   }
-  auto run = [&]() -> Result<PlanOutputs> {
-    PlanInputs in;
-    in.tokenIds = ids.data();
-    in.seqIds = seqs.data();
-    in.positions = pos.data();
-    in.tokens = int64_t(ids.size());
-    in.logitRows = logitRows.data();
-    in.logitCount = int64_t(logitRows.size());
-    in.hiddenIn = hidden.data();
-    return model_.run(kDraftPlan, in);
-  };
+  auto run = [&]() { return model_.run(kDraftPlan, rows.inputs()); };
   auto pick = [&](Req &r, const float *logits) {
     if (r.sampler.params().greedy())
       return engine::Sampler::argmax(logits, vocab_);
@@ -507,7 +533,7 @@ Status Engine::draft(Batch &batch) {
     r.q.insert(r.q.end(), probs.begin(), probs.end());
     return engine::sampleIndex(probs.data(), vocab_, r.specRng);
   };
-  if (ids.empty())
+  if (rows.ids.empty())
     return Status::ok();
   KILN_ASSIGN_OR_RETURN(PlanOutputs out, run());
   for (Req *r : batch.reqs) {
@@ -519,20 +545,18 @@ Status Engine::draft(Batch &batch) {
     r.drafts.clear();
     r.q.clear();
     r.drafts.push_back(pick(r, out.logits + int64_t(j) * vocab_));
-    const float *g = out.hidden + int64_t(logitRows[j]) * hidden_;
+    const float *g = out.hidden + int64_t(rows.logitRows[j]) * hidden_;
     r.g.assign(g, g + hidden_);
   }
   // Chain: d_{j+2} from d_{j+1} at position computed + j, one call per j.
   for (int j = 0;; ++j) {
-    ids.clear(), seqs.clear(), pos.clear(), logitRows.clear(), hidden.clear();
+    rows.clear();
     std::vector<Req *> next;
     for (Req *r : drafting)
       if (r->k > j + 1) {
-        logitRows.push_back(int32_t(ids.size()));
-        ids.push_back(r->drafts.back());
-        seqs.push_back(r->seq);
-        pos.push_back(int32_t(r->computed + j));
-        hidden.insert(hidden.end(), r->g.begin(), r->g.end());
+        rows.logitRows.push_back(int32_t(rows.ids.size()));
+        rows.add(r->drafts.back(), r->seq, r->computed + j);
+        rows.hidden.insert(rows.hidden.end(), r->g.begin(), r->g.end());
         next.push_back(r);
       }
     if (next.empty())
@@ -549,38 +573,30 @@ Status Engine::draft(Batch &batch) {
 }
 
 Status Engine::runTarget(Batch &batch) {
-  std::vector<int32_t> ids, seqs, pos, logitRows;
+  PlanRows rows;
   bool allSingle = true;
   for (Req *r : batch.reqs) {
     for (int64_t i = 0; i < r->rows; ++i) {
       int64_t p = r->computed + i;
       // Verify rows: [x_n, d_1..d_k].
-      ids.push_back(i == 0 || r->k == 0 ? r->tokens[size_t(p)]
-                                        : r->drafts[size_t(i - 1)]);
-      seqs.push_back(r->seq);
-      pos.push_back(int32_t(p));
+      rows.add(i == 0 || r->k == 0 ? r->tokens[size_t(p)]
+                                   : r->drafts[size_t(i - 1)],
+               r->seq, p);
     }
-    int64_t first = int64_t(ids.size()) - r->rows;
+    int64_t first = int64_t(rows.ids.size()) - r->rows;
     if (r->k > 0)
       for (int64_t i = 0; i < r->rows; ++i)
-        logitRows.push_back(int32_t(first + i));
+        rows.logitRows.push_back(int32_t(first + i));
     else if (r->computed + r->rows == int64_t(r->tokens.size()))
-      logitRows.push_back(int32_t(ids.size() - 1));
+      rows.logitRows.push_back(int32_t(rows.ids.size() - 1));
     allSingle = allSingle && r->rows == 1;
   }
   const char *plan =
       allSingle && options_.specK == 0 && model_.hasPlan(kDecodePlan)
           ? kDecodePlan
           : kPrefillPlan;
-  PlanInputs in;
-  in.tokenIds = ids.data();
-  in.seqIds = seqs.data();
-  in.positions = pos.data();
-  in.tokens = int64_t(ids.size());
-  in.logitRows = logitRows.data();
-  in.logitCount = int64_t(logitRows.size());
-  KILN_ASSIGN_OR_RETURN(PlanOutputs out, model_.run(plan, in));
-  metrics_.computedTokens += in.tokens;
+  KILN_ASSIGN_OR_RETURN(PlanOutputs out, model_.run(plan, rows.inputs()));
+  metrics_.computedTokens += int64_t(rows.ids.size());
 
   const double t = now();
   int64_t row = 0, logit = 0;

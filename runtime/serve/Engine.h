@@ -81,6 +81,10 @@ struct KvLayout {
   std::string describe(int64_t contextLength) const;
 };
 
+/// Drafts per round for `requested` (--spec): < 0 takes the artifact's
+/// default (0 without a draft plan); > 0 needs a draft plan.
+Result<int> specDrafts(const engine::Model &model, int64_t requested);
+
 class Engine {
 public:
   static Result<std::unique_ptr<Engine>> create(engine::Model &model,

@@ -19,6 +19,7 @@
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
 #include "runtime/support/Npy.h"
+#include "tools/common/ArgParse.h"
 #include "tools/kiln-run/BatchFile.h"
 
 #include <nlohmann/json.hpp>
@@ -80,6 +81,8 @@ Serving engine (generation on the CPU, and --batch-file):
   --kv-memory BYTES         KV page pool size (suffix K, M, G; default: the
                             one sequence's pages, or with --batch-file a
                             quarter of the available memory)
+  --kv-fraction F           without --kv-memory: this fraction of the
+                            available memory (default 0.25; --batch-file)
   --page-size N             tokens per KV page (default 64)
   --max-batched-tokens N    target rows per step (default 2048; a single
                             generation uses --prefill-chunk)
@@ -151,15 +154,10 @@ struct UsageError {
 
 int64_t parseInt(const std::string &flag, const std::string &value, int64_t lo,
                  int64_t hi) {
-  int64_t v = 0;
-  const char *end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, v);
-  if (value.empty() || ec != std::errc() || ptr != end)
-    throw UsageError{flag + ": '" + value + "' is not an integer"};
-  if (v < lo || v > hi)
-    throw UsageError{flag + ": " + value + " is out of range, expected " +
-                     std::to_string(lo) + " to " + std::to_string(hi)};
-  return v;
+  Result<int64_t> v = tools::parseInteger(flag, value, lo, hi);
+  if (!v.isOk())
+    throw UsageError{v.status().message()};
+  return *v;
 }
 
 uint64_t parseSeed(const std::string &flag, const std::string &value) {
@@ -181,15 +179,11 @@ float parseFloat(const std::string &flag, const std::string &value) {
   return float(v);
 }
 
-int64_t parseBytes(const std::string &flag, std::string value) {
-  int64_t scale = 1;
-  if (!value.empty()) {
-    char c = char(std::toupper(static_cast<unsigned char>(value.back())));
-    scale = c == 'K' ? 1 << 10 : c == 'M' ? 1 << 20 : c == 'G' ? 1 << 30 : 1;
-    if (scale != 1)
-      value.pop_back();
-  }
-  return parseInt(flag, value, 1, (int64_t(1) << 50) / scale) * scale;
+int64_t parseBytes(const std::string &flag, const std::string &value) {
+  Result<int64_t> v = tools::parseByteSize(flag, value);
+  if (!v.isOk())
+    throw UsageError{v.status().message()};
+  return *v;
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -299,6 +293,10 @@ Options parseArgs(int argc, char **argv) {
       o.output = next();
     } else if (arg == "--kv-memory") {
       o.engine.kvMemoryBytes = parseBytes(arg, next());
+    } else if (arg == "--kv-fraction") {
+      o.engine.kvMemoryFraction = parseFloat(arg, next());
+      if (!(o.engine.kvMemoryFraction > 0 && o.engine.kvMemoryFraction <= 1))
+        throw UsageError{"--kv-fraction: expected a fraction in (0, 1]"};
     } else if (arg == "--page-size") {
       o.engine.pageRows = parseInt(arg, next(), 1, 65536);
     } else if (arg == "--max-batched-tokens") {
@@ -582,13 +580,7 @@ int runGenerate(Model &model, const Options &o) {
       return true;
     };
   }
-  int64_t k = o.spec < 0 ? model.info().defaultSpecK : o.spec;
-  if (k > 0 && !model.hasPlan(kDraftPlan)) {
-    if (o.spec > 0)
-      throw RunError{"--spec " + std::to_string(k) +
-                     ": the artifact has no draft plan (no MTP layer)"};
-    k = 0;
-  }
+  int64_t k = orFail(serve::specDrafts(model, o.spec));
   SpecStats spec;
   GenerateResult r =
       !model.device() && g.maxNewTokens > 0 // -n 0: the prompt's logits only
@@ -670,13 +662,7 @@ int runBatch(Model &model, const Options &o) {
   b.input = o.batchFile;
   b.output = o.output;
   b.engine = o.engine;
-  int64_t k = o.spec < 0 ? model.info().defaultSpecK : o.spec;
-  if (k > 0 && !model.hasPlan(kDraftPlan)) {
-    if (o.spec > 0)
-      throw RunError{"--spec " + std::to_string(k) +
-                     ": the artifact has no draft plan (no MTP layer)"};
-    k = 0;
-  }
+  int64_t k = orFail(serve::specDrafts(model, o.spec));
   b.engine.specK = int(k);
   b.defaults.maxTokens = o.n;
   b.defaults.sampling = o.sampling;

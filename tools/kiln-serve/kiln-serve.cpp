@@ -15,6 +15,7 @@
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/engine/Model.h"
 #include "runtime/serve/EngineLoop.h"
+#include "tools/common/ArgParse.h"
 #include "tools/kiln-serve/OpenAiApi.h"
 
 #include <httplib.h>
@@ -22,11 +23,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <mutex>
@@ -56,6 +57,8 @@ const char *kUsage =
                             0: off)
   --kv-memory BYTES         KV page pool (suffix K, M, G; default a quarter
                             of the available memory)
+  --kv-fraction F           without --kv-memory: this fraction of the
+                            available memory (default 0.25)
   --page-size N             tokens per KV page (default 64)
   --max-batched-tokens N    target rows per engine step (default 2048)
   --max-running N           requests running at once (default 256)
@@ -76,25 +79,17 @@ struct UsageError {
 
 int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo,
                  int64_t hi) {
-  int64_t x = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
-    throw UsageError{flag + ": '" + v + "' is not an integer"};
-  if (x < lo || x > hi)
-    throw UsageError{flag + ": " + v + " is out of range, expected " +
-                     std::to_string(lo) + " to " + std::to_string(hi)};
-  return x;
+  Result<int64_t> x = tools::parseInteger(flag, v, lo, hi);
+  if (!x.isOk())
+    throw UsageError{x.status().message()};
+  return *x;
 }
 
-int64_t parseBytes(const std::string &flag, std::string v) {
-  int64_t scale = 1;
-  if (!v.empty()) {
-    char c = char(std::toupper(static_cast<unsigned char>(v.back())));
-    scale = c == 'K' ? 1 << 10 : c == 'M' ? 1 << 20 : c == 'G' ? 1 << 30 : 1;
-    if (scale != 1)
-      v.pop_back();
-  }
-  return parseInt(flag, v, 1, (int64_t(1) << 50) / scale) * scale;
+int64_t parseBytes(const std::string &flag, const std::string &v) {
+  Result<int64_t> x = tools::parseByteSize(flag, v);
+  if (!x.isOk())
+    throw UsageError{x.status().message()};
+  return *x;
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -130,6 +125,14 @@ Options parseArgs(int argc, char **argv) {
       o.spec = parseInt(a, next(), 0, 16);
     } else if (a == "--kv-memory") {
       o.engine.kvMemoryBytes = parseBytes(a, next());
+    } else if (a == "--kv-fraction") {
+      std::string v = next();
+      char *end = nullptr;
+      o.engine.kvMemoryFraction = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end ||
+          !(o.engine.kvMemoryFraction > 0 && o.engine.kvMemoryFraction <= 1))
+        throw UsageError{"--kv-fraction: '" + v +
+                         "' is not a fraction in (0, 1]"};
     } else if (a == "--page-size") {
       o.engine.pageRows = parseInt(a, next(), 1, 65536);
     } else if (a == "--max-batched-tokens") {
@@ -454,18 +457,12 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "kiln-serve: %s\n", model.status().message().c_str());
     return 1;
   }
-  int64_t k = o.spec < 0 ? (*model)->info().defaultSpecK : o.spec;
-  if (k > 0 && !(*model)->hasPlan(engine::kDraftPlan)) {
-    if (o.spec > 0) {
-      std::fprintf(stderr,
-                   "kiln-serve: --spec %lld: the artifact has no "
-                   "draft plan (no MTP layer)\n",
-                   (long long)k);
-      return 1;
-    }
-    k = 0;
+  Result<int> k = specDrafts(**model, o.spec);
+  if (!k.isOk()) {
+    std::fprintf(stderr, "kiln-serve: %s\n", k.status().message().c_str());
+    return 1;
   }
-  o.engine.specK = int(k);
+  o.engine.specK = *k;
   auto engine = Engine::create(**model, o.engine);
   if (!engine.isOk()) {
     std::fprintf(stderr, "kiln-serve: %s\n", engine.status().message().c_str());
@@ -501,7 +498,7 @@ int main(int argc, char **argv) {
                "kiln-serve: serving '%s' on http://%s:%d (%d threads, spec "
                "%lld)\n",
                o.servedName.c_str(), o.host.c_str(), port, (*model)->threads(),
-               (long long)k);
+               (long long)*k);
 
   std::signal(SIGTERM, onSignal);
   std::signal(SIGINT, onSignal);

@@ -1,0 +1,52 @@
+//===- ArgParse.h - Number flags shared by the runtime tools ----*- C++ -*-===//
+//
+// The value parsers behind kiln-run's and kiln-serve's flags; each returns
+// the number or the message the tool shows as its usage error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TOOLS_COMMON_ARGPARSE_H
+#define KILN_TOOLS_COMMON_ARGPARSE_H
+
+#include "support/Status.h"
+
+#include <cctype>
+#include <charconv>
+#include <string>
+
+namespace kiln::tools {
+
+/// A decimal integer in [lo, hi].
+inline Result<int64_t> parseInteger(const std::string &flag,
+                                    const std::string &value, int64_t lo,
+                                    int64_t hi) {
+  int64_t v = 0;
+  const char *end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end)
+    return makeError(StatusCode::InvalidArgument, flag, ": '", value,
+                     "' is not an integer");
+  if (v < lo || v > hi)
+    return makeError(StatusCode::InvalidArgument, flag, ": ", value,
+                     " is out of range, expected ", lo, " to ", hi);
+  return v;
+}
+
+/// A byte count, optionally with a binary suffix K, M or G.
+inline Result<int64_t> parseByteSize(const std::string &flag,
+                                     std::string value) {
+  int64_t scale = 1;
+  if (!value.empty()) {
+    char c = char(std::toupper(static_cast<unsigned char>(value.back())));
+    scale = c == 'K' ? 1 << 10 : c == 'M' ? 1 << 20 : c == 'G' ? 1 << 30 : 1;
+    if (scale != 1)
+      value.pop_back();
+  }
+  KILN_ASSIGN_OR_RETURN(
+      int64_t v, parseInteger(flag, value, 1, (int64_t(1) << 50) / scale));
+  return v * scale;
+}
+
+} // namespace kiln::tools
+
+#endif // KILN_TOOLS_COMMON_ARGPARSE_H
