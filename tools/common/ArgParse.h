@@ -1,7 +1,8 @@
 //===- ArgParse.h - Number flags shared by the runtime tools ----*- C++ -*-===//
 //
-// The value parsers behind kiln-run's and kiln-serve's flags; each returns
-// the number or the message the tool shows as its usage error.
+// The value parsers behind kiln-run's and kiln-serve's flags: parseInteger
+// and parseByteSize return the number or the message; intFlag and bytesFlag
+// throw it as a UsageError, which the tools print and exit 2 on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +46,26 @@ inline Result<int64_t> parseByteSize(const std::string &flag,
   KILN_ASSIGN_OR_RETURN(
       int64_t v, parseInteger(flag, value, 1, (int64_t(1) << 50) / scale));
   return v * scale;
+}
+
+/// A usage error: message to stderr, exit 2.
+struct UsageError {
+  std::string message;
+};
+
+inline int64_t intFlag(const std::string &flag, const std::string &value,
+                       int64_t lo, int64_t hi) {
+  Result<int64_t> v = parseInteger(flag, value, lo, hi);
+  if (!v.isOk())
+    throw UsageError{v.status().message()};
+  return *v;
+}
+
+inline int64_t bytesFlag(const std::string &flag, const std::string &value) {
+  Result<int64_t> v = parseByteSize(flag, value);
+  if (!v.isOk())
+    throw UsageError{v.status().message()};
+  return *v;
 }
 
 } // namespace kiln::tools

@@ -147,17 +147,11 @@ struct Options {
   serve::EngineOptions engine;
 };
 
-/// A usage error: message to stderr, exit 2.
-struct UsageError {
-  std::string message;
-};
+using tools::UsageError;
 
 int64_t parseInt(const std::string &flag, const std::string &value, int64_t lo,
                  int64_t hi) {
-  Result<int64_t> v = tools::parseInteger(flag, value, lo, hi);
-  if (!v.isOk())
-    throw UsageError{v.status().message()};
-  return *v;
+  return tools::intFlag(flag, value, lo, hi);
 }
 
 uint64_t parseSeed(const std::string &flag, const std::string &value) {
@@ -177,13 +171,6 @@ float parseFloat(const std::string &flag, const std::string &value) {
       !std::isfinite(v))
     throw UsageError{flag + ": '" + value + "' is not a finite number"};
   return float(v);
-}
-
-int64_t parseBytes(const std::string &flag, const std::string &value) {
-  Result<int64_t> v = tools::parseByteSize(flag, value);
-  if (!v.isOk())
-    throw UsageError{v.status().message()};
-  return *v;
 }
 
 Options parseArgs(int argc, char **argv) {
@@ -292,7 +279,7 @@ Options parseArgs(int argc, char **argv) {
     } else if (arg == "-o" || arg == "--output") {
       o.output = next();
     } else if (arg == "--kv-memory") {
-      o.engine.kvMemoryBytes = parseBytes(arg, next());
+      o.engine.kvMemoryBytes = tools::bytesFlag(arg, next());
     } else if (arg == "--kv-fraction") {
       o.engine.kvMemoryFraction = parseFloat(arg, next());
       if (!(o.engine.kvMemoryFraction > 0 && o.engine.kvMemoryFraction <= 1))

@@ -73,24 +73,8 @@ struct Options {
   EngineOptions engine;
 };
 
-struct UsageError {
-  std::string message;
-};
-
-int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo,
-                 int64_t hi) {
-  Result<int64_t> x = tools::parseInteger(flag, v, lo, hi);
-  if (!x.isOk())
-    throw UsageError{x.status().message()};
-  return *x;
-}
-
-int64_t parseBytes(const std::string &flag, const std::string &v) {
-  Result<int64_t> x = tools::parseByteSize(flag, v);
-  if (!x.isOk())
-    throw UsageError{x.status().message()};
-  return *x;
-}
+using tools::intFlag;
+using tools::UsageError;
 
 Options parseArgs(int argc, char **argv) {
   Options o;
@@ -108,7 +92,7 @@ Options parseArgs(int argc, char **argv) {
     } else if (a == "--host") {
       o.host = next();
     } else if (a == "--port") {
-      o.port = int(parseInt(a, next(), 0, 65535));
+      o.port = int(intFlag(a, next(), 0, 65535));
     } else if (a == "--port-file") {
       o.portFile = next();
     } else if (a == "--served-model-name") {
@@ -116,15 +100,15 @@ Options parseArgs(int argc, char **argv) {
     } else if (a == "--api-key") {
       o.apiKey = next();
     } else if (a == "--max-body") {
-      o.maxBody = parseBytes(a, next());
+      o.maxBody = tools::bytesFlag(a, next());
     } else if (a == "--max-waiting") {
-      o.maxWaiting = parseInt(a, next(), 1, 1 << 24);
+      o.maxWaiting = intFlag(a, next(), 1, 1 << 24);
     } else if (a == "--threads") {
-      o.threads = parseInt(a, next(), 0, 1024);
+      o.threads = intFlag(a, next(), 0, 1024);
     } else if (a == "--spec") {
-      o.spec = parseInt(a, next(), 0, 16);
+      o.spec = intFlag(a, next(), 0, 16);
     } else if (a == "--kv-memory") {
-      o.engine.kvMemoryBytes = parseBytes(a, next());
+      o.engine.kvMemoryBytes = tools::bytesFlag(a, next());
     } else if (a == "--kv-fraction") {
       std::string v = next();
       char *end = nullptr;
@@ -134,11 +118,11 @@ Options parseArgs(int argc, char **argv) {
         throw UsageError{"--kv-fraction: '" + v +
                          "' is not a fraction in (0, 1]"};
     } else if (a == "--page-size") {
-      o.engine.pageRows = parseInt(a, next(), 1, 65536);
+      o.engine.pageRows = intFlag(a, next(), 1, 65536);
     } else if (a == "--max-batched-tokens") {
-      o.engine.maxBatchedTokens = parseInt(a, next(), 1, 1 << 20);
+      o.engine.maxBatchedTokens = intFlag(a, next(), 1, 1 << 20);
     } else if (a == "--max-running") {
-      o.engine.maxRunning = parseInt(a, next(), 1, 1 << 20);
+      o.engine.maxRunning = intFlag(a, next(), 1, 1 << 20);
     } else if (a == "--no-prefix-cache") {
       o.engine.prefixCache = false;
     } else if (!a.empty() && a[0] == '-') {
