@@ -572,6 +572,36 @@ Status Engine::draft(Batch &batch) {
   return Status::ok();
 }
 
+Status Engine::catchUpDrafts() {
+  // After the target call: draft rows for the pairs whose next token is now
+  // known, all but the last (its logits draft the next round). Full pages
+  // are then final in every cache by the end of the step, and the prefix
+  // cache can share them with the next admission.
+  PlanRows rows;
+  std::vector<std::pair<Req *, int64_t>> moved;
+  for (Req *r : running_) {
+    int64_t end = r->computed - 1;
+    if (r->rows == 0 || end <= r->draftLen)
+      continue;
+    for (int64_t i = r->draftLen; i < end; ++i)
+      rows.add(r->tokens[size_t(i + 1)], r->seq, i);
+    rows.hidden.insert(rows.hidden.end(), r->pendingHidden.begin(),
+                       r->pendingHidden.begin() +
+                           (end - r->draftLen) * hidden_);
+    moved.emplace_back(r, end);
+  }
+  if (moved.empty())
+    return Status::ok();
+  KILN_RETURN_IF_ERROR(model_.run(kDraftPlan, rows.inputs()).status());
+  for (auto &[r, end] : moved) {
+    r->pendingHidden.erase(r->pendingHidden.begin(),
+                           r->pendingHidden.begin() +
+                               (end - r->draftLen) * hidden_);
+    r->draftLen = end;
+  }
+  return Status::ok();
+}
+
 Status Engine::runTarget(Batch &batch) {
   PlanRows rows;
   bool allSingle = true;
@@ -682,6 +712,15 @@ void Engine::step() {
     for (Req *r : reqs)
       if (requests_.count(r->id))
         finish(*r, FinishReason::Error, s.toString());
+  } else if (options_.specK > 0) {
+    if (Status c = catchUpDrafts(); !c.isOk()) {
+      std::vector<Req *> reqs; // this step's, still running
+      for (Req *r : running_)
+        if (r->rows > 0)
+          reqs.push_back(r);
+      for (Req *r : reqs)
+        finish(*r, FinishReason::Error, c.toString());
+    }
   }
   for (Req *r : running_)
     cachePages(*r);

@@ -16,7 +16,8 @@
 //      later from its tokens so far, its output unchanged);
 //   4. runs the drafts (MTP), then one target plan call for all rows, then
 //      samples per request (own seed), verifies drafts, applies stop rules,
-//      and caches every page that became full.
+//      catches the draft caches up on the new rows (MTP), and caches every
+//      page that became full in every cache.
 //
 // A request is its tokens (prompt + generated) and how many of them the
 // caches hold; prefill and decode are the same operation (run the rows not
@@ -137,6 +138,7 @@ private:
   bool admit(Req &r, int64_t budget);
   void schedule(Batch &batch);
   Status draft(Batch &batch);
+  Status catchUpDrafts();
   Status runTarget(Batch &batch);
   void emit(Req &r, const std::vector<int32_t> &tokens, double now);
   void cachePages(Req &r);

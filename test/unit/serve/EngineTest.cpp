@@ -219,24 +219,61 @@ TEST_F(EngineTest, SharedPrefixIsCachedAndChangesNothing) {
   RequestParams second = greedy(shared, 24);
   second.prompt.insert(second.prompt.end(), g.eval.begin() + 5000,
                        g.eval.begin() + 5150);
+  // With MTP the draft caches must be final too before a page is shared.
+  for (int spec : {0, 3}) {
+    SCOPED_TRACE("spec " + std::to_string(spec));
+    auto model = load(2);
+    EngineOptions o = small();
+    o.specK = spec;
+    auto e = Engine::create(*model, o);
+    ASSERT_TRUE(e.isOk()) << e.status().toString();
+    runAll(**e, {first});
+    int64_t computedBefore = (*e)->metrics().computedTokens;
+    RequestOutput hit = runAll(**e, {second})[0];
+    const int64_t aligned = 1200 / 64 * 64;
+    EXPECT_GE(hit.cachedTokens, aligned);
+    // Only the rest ran through the target plan (plus the generated tokens;
+    // with MTP, the verify rows instead).
+    if (spec == 0)
+      EXPECT_EQ((*e)->metrics().computedTokens - computedBefore,
+                int64_t(second.prompt.size()) - hit.cachedTokens + 24 - 1);
+    else
+      EXPECT_LT((*e)->metrics().computedTokens - computedBefore,
+                int64_t(second.prompt.size()) - aligned + 24 * 4);
+    (*e)->flushPrefixCache();
+    EXPECT_EQ((*e)->metrics().pagesEvictable, 0);
+    RequestOutput miss = runAll(**e, {second})[0];
+    EXPECT_EQ(miss.cachedTokens, 0);
+    EXPECT_EQ(hit.ids, miss.ids);
+    EXPECT_EQ(hit.ids, alone(second));
+    EXPECT_GE((*e)->metrics().prefixHitTokens, aligned);
+  }
+}
+
+TEST_F(EngineTest, SecondWaveSharesTheFirstWavesPrefixUnderMtp) {
+  const Golden &g = golden();
+  std::vector<int32_t> shared(g.eval.begin(), g.eval.begin() + 512);
+  std::vector<RequestParams> ps;
+  for (int i = 0; i < 6; ++i) {
+    RequestParams p = greedy(shared, 8);
+    p.prompt.insert(p.prompt.end(), g.eval.begin() + 4000 + 64 * i,
+                    g.eval.begin() + 4064 + 64 * i);
+    ps.push_back(p);
+  }
   auto model = load(2);
-  auto e = Engine::create(*model, small());
+  EngineOptions o = small();
+  o.specK = 3;
+  o.maxBatchedTokens = 1200; // two requests' prompts per step
+  auto e = Engine::create(*model, o);
   ASSERT_TRUE(e.isOk()) << e.status().toString();
-  runAll(**e, {first});
-  int64_t computedBefore = (*e)->metrics().computedTokens;
-  RequestOutput hit = runAll(**e, {second})[0];
-  const int64_t aligned = 1200 / 64 * 64;
-  EXPECT_GE(hit.cachedTokens, aligned);
-  // Only the rest ran through the target plan (plus the generated tokens).
-  EXPECT_EQ((*e)->metrics().computedTokens - computedBefore,
-            int64_t(second.prompt.size()) - hit.cachedTokens + 24 - 1);
-  (*e)->flushPrefixCache();
-  EXPECT_EQ((*e)->metrics().pagesEvictable, 0);
-  RequestOutput miss = runAll(**e, {second})[0];
-  EXPECT_EQ(miss.cachedTokens, 0);
-  EXPECT_EQ(hit.ids, miss.ids);
-  EXPECT_EQ(hit.ids, alone(second));
-  EXPECT_GE((*e)->metrics().prefixHitTokens, aligned);
+  std::vector<RequestOutput> out = runAll(**e, ps);
+  // The first step computes requests 0-1 (and part of 2); from the next
+  // admission on, the 512 shared tokens come from the cache.
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_EQ(out[i].ids, alone(ps[i])) << "request " << i;
+    if (i >= 3)
+      EXPECT_EQ(out[i].cachedTokens, 512) << "request " << i;
+  }
 }
 
 TEST_F(EngineTest, SmallPoolPreemptsAndLeaksNothing) {
