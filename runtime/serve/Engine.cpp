@@ -127,9 +127,25 @@ std::string KvLayout::describe(int64_t contextLength) const {
   return os.str();
 }
 
-Engine::Engine(Model &model, const EngineOptions &options)
-    : model_(model), options_(options),
-      pool_(0, std::max<int64_t>(options.pageRows, 1)), prefix_(pool_) {}
+Engine::Engine(Model &model, const EngineOptions &options,
+               const KvLayout &layout)
+    : model_(model), options_(options), layout_(layout),
+      pool_(layout.pages, layout.pageRows), prefix_(pool_) {}
+
+int64_t kiln::serve::kvBytesFor(const Model &model, int64_t sequences,
+                                int64_t tokens, int64_t pageRows) {
+  int64_t perToken = 0;
+  for (size_t i = 0; i < model.cacheCount(); ++i)
+    perToken += model.cache(i).rowBytes();
+  int64_t pages = (tokens + pageRows - 1) / pageRows;
+  return sequences * pages * pageRows * perToken;
+}
+
+std::vector<int32_t> Engine::stopIdsFor(const RequestParams &params) const {
+  if (params.ignoreEos)
+    return {};
+  return params.stopIds.empty() ? defaultStops_ : params.stopIds;
+}
 
 Engine::~Engine() = default;
 
@@ -202,9 +218,7 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
     layout.pages = int64_t(1) << 30;
   KILN_RETURN_IF_ERROR(model.usePool(layout.pages, options.pageRows));
 
-  std::unique_ptr<Engine> e(new Engine(model, options));
-  e->layout_ = layout;
-  e->pool_ = KvPool(layout.pages, options.pageRows);
+  std::unique_ptr<Engine> e(new Engine(model, options, layout));
   e->vocab_ = model.plan(kPrefillPlan)->vocab();
   e->hidden_ = model.info().hiddenSize;
   e->defaultStops_ =

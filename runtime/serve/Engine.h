@@ -82,6 +82,12 @@ struct KvLayout {
   std::string describe(int64_t contextLength) const;
 };
 
+/// KV bytes for `sequences` sequences of `tokens` tokens each, in whole
+/// pages of `pageRows` (every cache of the model counted): a pool size for
+/// callers that know their workload.
+int64_t kvBytesFor(const engine::Model &model, int64_t sequences,
+                   int64_t tokens, int64_t pageRows);
+
 /// Drafts per round for `requested` (--spec): < 0 takes the artifact's
 /// default (0 without a draft plan); > 0 needs a draft plan.
 Result<int> specDrafts(const engine::Model &model, int64_t requested);
@@ -99,6 +105,9 @@ public:
   /// What submit() would refuse `params` for (nothing is counted). Reads
   /// only what is fixed at creation: safe from any thread.
   Status validate(const RequestParams &params) const;
+  /// The ids that end `params` (its own, else the tokenizer's stop set, else
+  /// config.eos_token_ids); empty with ignoreEos. Safe from any thread.
+  std::vector<int32_t> stopIdsFor(const RequestParams &params) const;
   /// Ends a request at the next step (finish reason "cancelled").
   void cancel(RequestId id);
   /// One scheduling step. An error of a plan call ends the requests of that
@@ -128,7 +137,8 @@ public:
 private:
   struct Req;
   struct Batch;
-  Engine(engine::Model &model, const EngineOptions &options);
+  Engine(engine::Model &model, const EngineOptions &options,
+         const KvLayout &layout);
 
   bool isStop(const Req &r, int32_t token) const;
   bool ensurePages(Req &r, int64_t rows, Batch &batch);

@@ -50,6 +50,10 @@ public:
   /// A copy, as of the last step.
   EngineMetrics metrics() const;
   const KvLayout &layout() const { return layout_; }
+  /// Engine::stopIdsFor: safe from any thread.
+  std::vector<int32_t> stopIdsFor(const RequestParams &params) const {
+    return engine_->stopIdsFor(params);
+  }
   /// New submissions are refused from now on; with `drain`, running and
   /// waiting requests finish first, else they are cancelled. Joins.
   void stop(bool drain);

@@ -95,8 +95,8 @@ def kiln_run_text(ids, n):
     return json.loads(out)["text"]
 
 
-def metric(port, name):
-    text = request(port, "GET", "/metrics")[1]
+def metric(port, name, headers=None):
+    text = request(port, "GET", "/metrics", headers=headers)[1]
     for line in text.splitlines():
         if line.startswith("kiln:" + name + "{"):
             return float(line.split()[-1])
@@ -184,6 +184,13 @@ check("beyond the context -> 400", s == 400 and "2048" in
       e["error"]["message"], e)
 s, e = request(port, "POST", "/v1/completions", {"prompt": "x", "top_k": "3"})
 check("wrong type -> 400", s == 400 and "top_k" in e["error"]["message"], e)
+for field, value in (("n", 2), ("logprobs", 1),
+                     ("tools", [{"type": "function",
+                                 "function": {"name": "f"}}])):
+    s, e = request(port, "POST", "/v1/completions",
+                   {"prompt": "x", field: value})
+    check("'%s' not served -> 400" % field,
+          s == 400 and field in e["error"]["message"], e)
 s, e = request(port, "POST", "/v1/completions", {"prompt": "x",
                                                  "model": "other"})
 check("unknown model -> 404", s == 404 and e["error"]["code"] ==
@@ -239,8 +246,24 @@ check("SIGTERM drains", rc == 0 and holder["r"][0] == 200 and
       holder["r"][1]["usage"]["completion_tokens"] == 300 and
       late in (503, "closed"), (rc, late))
 
-# API key.
-proc, port = start("--api-key", "sekret")
+# API key, and a queue of one: 429 once a request waits.
+proc, port = start("--api-key", "sekret", "--max-running", "1",
+                   "--max-waiting", "1")
+auth = {"Authorization": "Bearer sekret"}
+busy = [threading.Thread(target=request, args=(
+    port, "POST", "/v1/completions",
+    dict(greedy, prompt="def", max_tokens=400)), kwargs={"headers": auth})
+    for _ in range(2)]
+[t.start() for t in busy]
+for _ in range(400):
+    if metric(port, "num_requests_waiting", auth) == 1:
+        break
+    time.sleep(0.01)
+s, e = request(port, "POST", "/v1/completions", dict(greedy, prompt="x"),
+               headers=auth)
+check("queue full -> 429", s == 429 and "queue is full" in
+      e["error"]["message"], (s, e))
+[t.join() for t in busy]
 s, _ = request(port, "POST", "/v1/completions", dict(greedy, prompt="x"))
 s2, ok = request(port, "POST", "/v1/completions", dict(greedy, prompt="x"),
                  headers={"Authorization": "Bearer sekret"})

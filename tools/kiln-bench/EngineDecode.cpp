@@ -14,17 +14,12 @@ bench::engineDecode(engine::Model &model, int64_t batch, int64_t promptTokens,
                     int64_t decodeTokens, uint32_t seed) {
   serve::EngineOptions options;
   // Room for every sequence at once, plus a page each of slack.
-  const int64_t perSeq = promptTokens + decodeTokens + 1;
-  KILN_ASSIGN_OR_RETURN(
-      std::unique_ptr<serve::Engine> engine, serve::Engine::create(model, [&] {
-        serve::EngineOptions o = options;
-        int64_t bytes = 0;
-        for (size_t i = 0; i < model.cacheCount(); ++i)
-          bytes += model.cache(i).rowBytes();
-        o.kvMemoryBytes = batch * (perSeq + o.pageRows) * bytes;
-        o.maxRunning = std::max<int64_t>(batch, 1);
-        return o;
-      }()));
+  options.kvMemoryBytes = serve::kvBytesFor(
+      model, batch, promptTokens + decodeTokens + 1 + options.pageRows,
+      options.pageRows);
+  options.maxRunning = std::max<int64_t>(batch, 1);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine,
+                        serve::Engine::create(model, options));
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(
       0, int32_t(model.info().vocabSize - 1));

@@ -449,15 +449,10 @@ Result<GenerateResult> generateWithEngine(Model &model,
   options.maxBatchedTokens = g.prefillChunk;
   if (options.maxBatchedTokens < k + 1)
     options.maxBatchedTokens = k + 1;
-  if (options.kvMemoryBytes == 0) {
-    // Exactly this sequence's pages: prompt, generated tokens and drafts.
-    int64_t bytes = 0;
-    for (size_t i = 0; i < model.cacheCount(); ++i)
-      bytes += model.cache(i).rowBytes();
-    int64_t rows = int64_t(prompt.size()) + g.maxNewTokens + k;
-    int64_t pages = (rows + options.pageRows - 1) / options.pageRows;
-    options.kvMemoryBytes = pages * options.pageRows * bytes;
-  }
+  if (options.kvMemoryBytes == 0) // exactly this sequence's pages
+    options.kvMemoryBytes =
+        serve::kvBytesFor(model, 1, int64_t(prompt.size()) + g.maxNewTokens + k,
+                          options.pageRows);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine,
                         serve::Engine::create(model, options));
   serve::RequestParams p;

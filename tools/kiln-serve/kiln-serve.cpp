@@ -306,17 +306,13 @@ private:
     auto ch = std::make_shared<Channel>();
     const Tokenizer *tok = model_.tokenizer();
     auto decoder = tok ? std::make_shared<StreamDecoder>(*tok) : nullptr;
-    std::vector<int32_t> stops = r.params.stopIds;
-    if (stops.empty() && tok)
-      stops = tok->stopIds();
-    else if (stops.empty())
-      stops = model_.info().eosIds;
-    const bool ignoreEos = r.params.ignoreEos;
+    // A stop id ends the text; it is not part of it (as in the output).
+    std::vector<int32_t> stops = loop_.stopIdsFor(r.params);
     Result<RequestId> id = loop_.submit(
         r.params,
-        [ch, decoder, stops, ignoreEos](int32_t token) {
-          if (!decoder || (!ignoreEos && std::find(stops.begin(), stops.end(),
-                                                   token) != stops.end()))
+        [ch, decoder, stops](int32_t token) {
+          if (!decoder ||
+              std::find(stops.begin(), stops.end(), token) != stops.end())
             return;
           Result<std::string> piece = decoder->push(token);
           std::lock_guard<std::mutex> lock(ch->mutex);
