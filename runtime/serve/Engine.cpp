@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -20,6 +21,31 @@ using engine::PlanInputs;
 using engine::PlanOutputs;
 
 namespace {
+
+TokenLogprob tokenLogprob(const float *logits, int64_t vocab, int32_t token,
+                          int32_t top) {
+  float max = logits[0];
+  for (int64_t i = 1; i < vocab; ++i)
+    max = std::max(max, logits[i]);
+  double sum = 0; // in index order: the same on every thread and batch
+  for (int64_t i = 0; i < vocab; ++i)
+    sum += std::exp(double(logits[i]) - max);
+  const double logZ = double(max) + std::log(sum);
+  TokenLogprob lp;
+  lp.logprob = float(double(logits[token]) - logZ);
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i)
+    ids[size_t(i)] = int32_t(i);
+  const size_t n = std::min<size_t>(size_t(top), ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + ptrdiff_t(n), ids.end(),
+                    [&](int32_t a, int32_t b) {
+                      return logits[a] != logits[b] ? logits[a] > logits[b]
+                                                    : a < b;
+                    });
+  for (size_t i = 0; i < n; ++i)
+    lp.top.push_back({ids[i], float(double(logits[ids[i]]) - logZ)});
+  return lp;
+}
 
 double now() {
   using namespace std::chrono;
@@ -240,6 +266,9 @@ Status Engine::validate(const RequestParams &params) const {
   if (params.maxTokens < 1)
     return makeError(StatusCode::InvalidArgument, "max tokens ",
                      params.maxTokens, ", expected >= 1");
+  if (params.logprobs > vocab_)
+    return makeError(StatusCode::InvalidArgument, "top logprobs ",
+                     params.logprobs, " exceed the vocabulary of ", vocab_);
   KILN_RETURN_IF_ERROR(params.sampling.check());
   const int64_t maxPos = model_.info().maxPositions;
   if (maxPos > 0 && n + params.maxTokens > maxPos)
@@ -474,11 +503,18 @@ void Engine::cachePages(Req &r) {
   r.cachedPages = full;
 }
 
-void Engine::emit(Req &r, const std::vector<int32_t> &tokens, double t) {
+void Engine::emit(Req &r, const std::vector<int32_t> &tokens,
+                  const float *logits, double t) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     int32_t token = tokens[i];
     r.tokens.push_back(token);
     r.out.ids.push_back(token);
+    const TokenLogprob *logprob = nullptr;
+    if (r.params.logprobs >= 0) {
+      r.out.logprobs.push_back(tokenLogprob(logits + int64_t(i) * vocab_,
+                                            vocab_, token, r.params.logprobs));
+      logprob = &r.out.logprobs.back();
+    }
     ++metrics_.generatedTokens;
     if (r.out.ids.size() == 1)
       r.out.ttftS = t - r.submitT;
@@ -486,7 +522,7 @@ void Engine::emit(Req &r, const std::vector<int32_t> &tokens, double t) {
       r.out.interTokenS.push_back(i == 0 ? t - r.lastTokenT : 0.0);
     r.lastTokenT = t;
     if (onToken_)
-      onToken_(r.id, token);
+      onToken_(r.id, token, logprob);
     bool stop = isStop(r, token);
     if (!stop && !r.params.stopStrings.empty() && model_.tokenizer()) {
       // Stop strings may span tokens: look in the decoded tail.
@@ -661,7 +697,7 @@ Status Engine::runTarget(Batch &batch) {
       const float *logits = out.logits + (logit++) * vocab_;
       if (r.params.returnPromptLogits && r.out.ids.empty())
         r.out.promptLogits.assign(logits, logits + vocab_);
-      emit(r, {r.sampler.sample(logits, vocab_)}, t);
+      emit(r, {r.sampler.sample(logits, vocab_)}, logits, t);
       continue;
     }
     // Verify the drafts.
@@ -694,7 +730,7 @@ Status Engine::runTarget(Batch &batch) {
         ++r.out.specAccepted[size_t(i)];
       }
     }
-    emit(r, round.tokens, t);
+    emit(r, round.tokens, logits, t);
   }
   return Status::ok();
 }

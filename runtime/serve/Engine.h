@@ -121,10 +121,10 @@ public:
 
   /// Outputs of requests finished so far, in finishing order.
   std::vector<RequestOutput> takeFinished();
-  /// Called with each emitted token (request, token).
-  void setOnToken(std::function<void(RequestId, int32_t)> fn) {
-    onToken_ = std::move(fn);
-  }
+  /// Called with each emitted token (request, token, and its log-probability
+  /// when the request asked for them, else null).
+  using TokenFn = std::function<void(RequestId, int32_t, const TokenLogprob *)>;
+  void setOnToken(TokenFn fn) { onToken_ = std::move(fn); }
 
   const EngineMetrics &metrics() const { return metrics_; }
   const KvLayout &layout() const { return layout_; }
@@ -150,7 +150,10 @@ private:
   Status draft(Batch &batch);
   Status catchUpDrafts();
   Status runTarget(Batch &batch);
-  void emit(Req &r, const std::vector<int32_t> &tokens, double now);
+  /// Appends `tokens` to r's output; `logits` holds their rows (row i gave
+  /// token i).
+  void emit(Req &r, const std::vector<int32_t> &tokens, const float *logits,
+            double now);
   void cachePages(Req &r);
   void updateGauges();
 
@@ -165,7 +168,7 @@ private:
   std::deque<Req *> waiting_;
   std::vector<Req *> running_; // admission order
   std::vector<RequestOutput> finished_;
-  std::function<void(RequestId, int32_t)> onToken_;
+  TokenFn onToken_;
   std::vector<int32_t> defaultStops_;
   int64_t vocab_ = 0, hidden_ = 0;
 };

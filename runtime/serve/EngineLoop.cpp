@@ -8,11 +8,12 @@ using namespace kiln::serve;
 EngineLoop::EngineLoop(std::unique_ptr<Engine> engine)
     : engine_(std::move(engine)), layout_(engine_->layout()),
       metrics_(engine_->metrics()) {
-  engine_->setOnToken([this](RequestId engineId, int32_t token) {
-    auto it = live_.find(engineId);
-    if (it != live_.end() && it->second.onToken)
-      it->second.onToken(token);
-  });
+  engine_->setOnToken(
+      [this](RequestId engineId, int32_t token, const TokenLogprob *logprob) {
+        auto it = live_.find(engineId);
+        if (it != live_.end() && it->second.onToken)
+          it->second.onToken(token, logprob);
+      });
   thread_ = std::thread([this] { run(); });
 }
 

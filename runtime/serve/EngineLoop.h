@@ -32,7 +32,8 @@ namespace kiln::serve {
 
 class EngineLoop {
 public:
-  using TokenFn = std::function<void(int32_t token)>;
+  /// The token, and its log-probability when the request asked for them.
+  using TokenFn = std::function<void(int32_t token, const TokenLogprob *)>;
   using FinishFn = std::function<void(const RequestOutput &)>;
 
   explicit EngineLoop(std::unique_ptr<Engine> engine);

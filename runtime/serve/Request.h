@@ -30,6 +30,18 @@ struct RequestParams {
   std::vector<std::string> stopStrings;
   /// Copy the logits of the last prompt position into the output.
   bool returnPromptLogits = false;
+  /// >= 0: record each generated token's log-probability and this many most
+  /// likely alternatives (OpenAI `logprobs` / `top_logprobs`).
+  int32_t logprobs = -1;
+};
+
+/// The log-probability of a generated token under the model's distribution
+/// at its position (log-softmax of the raw logits: before temperature,
+/// top-k and top-p), with the `RequestParams::logprobs` most likely tokens,
+/// most likely first (ties: the lower id).
+struct TokenLogprob {
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
@@ -69,7 +81,8 @@ struct RequestOutput {
   /// Speculative decoding: per draft position, rounds that reached it and
   /// rounds whose draft there was accepted.
   std::vector<int64_t> specReached, specAccepted;
-  std::vector<float> promptLogits; // [vocab] with returnPromptLogits
+  std::vector<float> promptLogits;    // [vocab] with returnPromptLogits
+  std::vector<TokenLogprob> logprobs; // one per id, with logprobs >= 0
 };
 
 } // namespace kiln::serve

@@ -464,12 +464,13 @@ Result<GenerateResult> generateWithEngine(Model &model,
   p.returnPromptLogits = g.keepPromptLogits;
   KILN_ASSIGN_OR_RETURN(serve::RequestId id, engine->submit(std::move(p)));
   bool stopped = false;
-  engine->setOnToken([&](serve::RequestId, int32_t token) {
-    if (!stopped && g.onToken && !g.onToken(token)) {
-      stopped = true;
-      engine->cancel(id);
-    }
-  });
+  engine->setOnToken(
+      [&](serve::RequestId, int32_t token, const serve::TokenLogprob *) {
+        if (!stopped && g.onToken && !g.onToken(token)) {
+          stopped = true;
+          engine->cancel(id);
+        }
+      });
   engine->runToCompletion();
   std::vector<serve::RequestOutput> done = engine->takeFinished();
   if (done.size() != 1)

@@ -402,6 +402,51 @@ TEST_F(EngineTest, RefusesWhatCanNeverRunAndServesTheRest) {
   EXPECT_GE((*e)->metrics().requestsRefused, 3);
 }
 
+TEST_F(EngineTest, LogprobsAreTheModelsAndIndependentOfTheBatch) {
+  // Greedy: each token is the most likely, so it heads its top list; the
+  // values are a log-softmax (the top probabilities sum to at most 1); and
+  // they do not change with batch composition (alone vs with 7 others).
+  auto model = load(2);
+  std::vector<std::vector<TokenLogprob>> alone;
+  for (size_t batch : {size_t(1), size_t(8)}) {
+    auto e = Engine::create(*model, small());
+    ASSERT_TRUE(e.isOk()) << e.status().toString();
+    std::vector<RequestParams> ps = mixed(batch);
+    for (RequestParams &p : ps)
+      p.logprobs = 5;
+    std::vector<RequestOutput> out = runAll(**e, ps);
+    for (size_t i = 0; i < std::min<size_t>(batch, 4); ++i) {
+      const RequestOutput &o = out[i];
+      ASSERT_EQ(o.logprobs.size(), o.ids.size());
+      for (size_t t = 0; t < o.ids.size(); ++t) {
+        const TokenLogprob &lp = o.logprobs[t];
+        ASSERT_EQ(lp.top.size(), 5u);
+        EXPECT_EQ(lp.top[0].first, o.ids[t]);
+        EXPECT_EQ(lp.top[0].second, lp.logprob);
+        EXPECT_LE(lp.logprob, 0.0f);
+        double mass = 0;
+        for (size_t k = 0; k < lp.top.size(); ++k) {
+          mass += std::exp(double(lp.top[k].second));
+          if (k > 0)
+            EXPECT_GE(lp.top[k - 1].second, lp.top[k].second);
+        }
+        EXPECT_LE(mass, 1.0 + 1e-5);
+      }
+      if (batch == 1)
+        alone.push_back(o.logprobs);
+    }
+    if (batch == 8)
+      for (size_t t = 0; t < alone[0].size(); ++t) {
+        EXPECT_EQ(out[0].logprobs[t].logprob, alone[0][t].logprob);
+        EXPECT_EQ(out[0].logprobs[t].top, alone[0][t].top);
+      }
+  }
+  // Without logprobs nothing is recorded.
+  auto e = Engine::create(*model, small());
+  ASSERT_TRUE(e.isOk());
+  EXPECT_TRUE(runAll(**e, mixed(1))[0].logprobs.empty());
+}
+
 TEST_F(EngineTest, SamplingIsPerRequest) {
   const Golden &g = golden();
   RequestParams a = greedy(g.prompts[1], 24);
@@ -480,7 +525,8 @@ TEST_F(EngineTest, LoopServesConcurrentClients) {
     clients.emplace_back([&, i] {
       std::promise<RequestOutput> done;
       auto id = loop.submit(
-          ps[i], [&](int32_t t) { streamed[i].push_back(t); },
+          ps[i],
+          [&](int32_t t, const TokenLogprob *) { streamed[i].push_back(t); },
           [&](const RequestOutput &o) { done.set_value(o); });
       ASSERT_TRUE(id.isOk()) << id.status().toString();
       outs[i] = done.get_future().get();
@@ -498,7 +544,7 @@ TEST_F(EngineTest, LoopServesConcurrentClients) {
   std::promise<void> third;
   auto id = loop.submit(
       greedy(golden().prompts[3], 200),
-      [&](int32_t) {
+      [&](int32_t, const TokenLogprob *) {
         if (++seen == 3)
           third.set_value();
       },
