@@ -49,9 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       m.content = colon == std::string_view::npos
                       ? std::string()
                       : std::string(record.substr(colon + 1));
-      rolesValid =
-          rolesValid && (m.role == "system" || m.role == "user" ||
-                         m.role == "assistant" || m.role == "observation");
+      rolesValid = rolesValid && (m.role == "system" || m.role == "user" ||
+                                  m.role == "assistant" ||
+                                  m.role == "observation" || m.role == "tool");
     }
     contentValid =
         contentValid && findInvalidUtf8(m.content) == std::string_view::npos;
@@ -72,8 +72,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Result<std::string> decoded = tok.decode(*ids);
   KILN_FUZZ_CHECK(decoded.isOk() && *decoded == *text,
                   "decode(encodeChat) != renderChat");
+  // An assistant turn adds <think></think> to its role token.
   size_t layoutTokens = 2 + messages.size() +
                         (addGenerationPrompt ? (enableThinking ? 1 : 3) : 0);
+  // Consecutive tool results share one <|observation|>.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    layoutTokens += messages[i].role == "assistant" ? 2 : 0;
+    layoutTokens -=
+        messages[i].role == "tool" && i > 0 && messages[i - 1].role == "tool";
+  }
   size_t special = 0;
   for (int32_t id : *ids)
     special += tok.isSpecial(id);

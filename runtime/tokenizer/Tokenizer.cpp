@@ -218,19 +218,21 @@ bool Tokenizer::isStop(int32_t id) const {
 
 Result<std::string>
 Tokenizer::renderChat(const std::vector<ChatMessage> &messages,
-                      bool addGenerationPrompt, bool enableThinking) const {
-  KILN_ASSIGN_OR_RETURN(
-      std::vector<ChatPiece> pieces,
-      layoutGlmChat(data_.chat, messages, addGenerationPrompt, enableThinking));
+                      bool addGenerationPrompt, bool enableThinking,
+                      const std::vector<std::string> &tools) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<ChatPiece> pieces,
+                        layoutGlmChat(data_.chat, messages, addGenerationPrompt,
+                                      enableThinking, tools));
   return joinChatPieces(pieces);
 }
 
 Result<std::vector<int32_t>>
 Tokenizer::encodeChat(const std::vector<ChatMessage> &messages,
-                      bool addGenerationPrompt, bool enableThinking) const {
-  KILN_ASSIGN_OR_RETURN(
-      std::vector<ChatPiece> pieces,
-      layoutGlmChat(data_.chat, messages, addGenerationPrompt, enableThinking));
+                      bool addGenerationPrompt, bool enableThinking,
+                      const std::vector<std::string> &tools) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<ChatPiece> pieces,
+                        layoutGlmChat(data_.chat, messages, addGenerationPrompt,
+                                      enableThinking, tools));
   size_t total = 0;
   for (const ChatPiece &p : pieces)
     total += p.text.size();
@@ -244,6 +246,13 @@ Tokenizer::encodeChat(const std::vector<ChatMessage> &messages,
       KILN_ASSIGN_OR_RETURN(int32_t id, tokenToId(p.text));
       ids.push_back(id);
       continue;
+    }
+    if (p.isMarkup) { // an added token in GLM-4.5+ vocabularies
+      Result<int32_t> id = tokenToId(p.text);
+      if (id.isOk() && (flags_[size_t(*id)] & kAdded)) {
+        ids.push_back(*id);
+        continue;
+      }
     }
     KILN_RETURN_IF_ERROR(checkUtf8(p.text, "chat message text"));
     KILN_RETURN_IF_ERROR(appendText(p.text, /*parseSpecial=*/false, ids));

@@ -71,16 +71,20 @@ public:
   const TokenizerData &data() const { return data_; }
   const TokenizerOptions &options() const { return options_; }
 
-  /// Renders the GLM chat prompt text (see Chat.h).
-  Result<std::string> renderChat(const std::vector<ChatMessage> &messages,
-                                 bool addGenerationPrompt,
-                                 bool enableThinking) const;
-  /// Encodes the GLM chat prompt: layout tokens become their ids and message
-  /// contents are encoded with parseSpecial = false, so that text in a
-  /// message can never inject a special token.
+  /// Renders the GLM chat prompt text (see Chat.h); `tools` are the tools'
+  /// JSON definitions.
+  Result<std::string>
+  renderChat(const std::vector<ChatMessage> &messages, bool addGenerationPrompt,
+             bool enableThinking,
+             const std::vector<std::string> &tools = {}) const;
+  /// Encodes the GLM chat prompt: layout tokens become their ids, the
+  /// template's markup its added token where the vocabulary has one, and
+  /// message contents are encoded with parseSpecial = false, so that text in
+  /// a message can never inject a special token.
   Result<std::vector<int32_t>>
   encodeChat(const std::vector<ChatMessage> &messages, bool addGenerationPrompt,
-             bool enableThinking) const;
+             bool enableThinking,
+             const std::vector<std::string> &tools = {}) const;
 
 private:
   Tokenizer() = default;

@@ -234,12 +234,13 @@ TEST(Utf8, CompletePrefix) {
 TEST_F(BehaviorTest, ChatLayout) {
   std::vector<ChatMessage> messages = {
       {"system", "S"}, {"user", "U"}, {"assistant", "A"}, {"observation", "O"}};
+  // An earlier assistant turn gets an empty <think></think> (GLM-4.6+).
   EXPECT_EQ(*tok().renderChat(messages, true, true),
-            "[gMASK]<sop><|system|>\nS<|user|>\nU<|assistant|>\nA"
-            "<|observation|>\nO<|assistant|>");
+            "[gMASK]<sop><|system|>\nS<|user|>\nU<|assistant|>\n<think></think>"
+            "\nA<|observation|>\nO<|assistant|>");
   EXPECT_EQ(*tok().renderChat(messages, false, false),
-            "[gMASK]<sop><|system|>\nS<|user|>\nU<|assistant|>\nA"
-            "<|observation|>\nO");
+            "[gMASK]<sop><|system|>\nS<|user|>\nU<|assistant|>\n<think></think>"
+            "\nA<|observation|>\nO");
   EXPECT_EQ(*tok().renderChat({}, true, false),
             "[gMASK]<sop><|assistant|>\n<think></think>");
   for (bool gen : {false, true})
@@ -252,11 +253,11 @@ TEST_F(BehaviorTest, ChatLayout) {
     }
 
   Result<std::string> bad =
-      tok().renderChat({{"user", "x"}, {"tool", "y"}}, true, false);
+      tok().renderChat({{"user", "x"}, {"function", "y"}}, true, false);
   ASSERT_FALSE(bad.isOk());
   EXPECT_EQ(bad.status().code(), StatusCode::InvalidArgument);
   EXPECT_NE(bad.status().message().find("messages[1].role"), std::string::npos);
-  EXPECT_NE(bad.status().message().find("'tool'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("'function'"), std::string::npos);
   EXPECT_FALSE(tok().encodeChat({{"User", "x"}}, true, false).isOk());
   EXPECT_FALSE(tok().encodeChat({{"user", "bad \xFF"}}, true, false).isOk());
 }
