@@ -103,7 +103,35 @@ def metric(port, name, headers=None):
     return None
 
 
-proc, port = start()
+# /health is 503 while the model loads: the artifact is a FIFO, so loading
+# blocks until the test writes into it (bytes that are no artifact: the
+# server then exits 1 naming the problem).
+fifo = os.path.join(work, "loading.kiln")
+if os.path.exists(fifo):
+    os.remove(fifo)
+os.mkfifo(fifo)
+port_file = os.path.join(work, "port")
+if os.path.exists(port_file):
+    os.remove(port_file)
+loading = subprocess.Popen([serve, fifo, "--port", "0", "--port-file",
+                            port_file], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+while not (os.path.exists(port_file) and open(port_file).read().strip()):
+    time.sleep(0.01)
+lport = int(open(port_file).read())
+h = request(lport, "GET", "/health")
+c = request(lport, "POST", "/v1/completions", {"prompt": "x"})
+try:
+    with open(fifo, "w") as f:
+        f.write("not an artifact")
+except BrokenPipeError:  # the server gave up on it before reading
+    pass
+log_text = loading.communicate(timeout=60)[0]
+check("health 503 while loading, then a clear load error",
+      h[0] == 503 and h[1]["status"] == "loading" and c[0] == 503 and
+      loading.returncode == 1 and "loading.kiln" in log_text, (h, c, log_text))
+
+proc, port = start("--log-interval", "1")
 greedy = {"max_tokens": 32, "temperature": 0, "ignore_eos": True}
 
 # Golden prompts: alone, then 16 at once.
@@ -149,6 +177,19 @@ check("chat: streamed equals whole",
       deltas == whole["choices"][0]["message"]["content"] and
       events[0]["choices"][0]["delta"]["role"] == "assistant", deltas)
 
+# Logprobs: the greedy token heads its top list; streamed equals whole.
+body = dict(greedy, prompt=prompts[1]["token_ids"], max_tokens=12, logprobs=3)
+lp = request(port, "POST", "/v1/completions", body)[1]["choices"][0]
+status, events = stream(port, "/v1/completions", dict(body, stream=True))
+streamed_tokens = sum((e["choices"][0]["logprobs"]["tokens"] for e in events
+                       if e and e["choices"] and e["choices"][0]["logprobs"]), [])
+check("completions logprobs: one per token, top 3, streamed equals whole",
+      len(lp["logprobs"]["tokens"]) == 12 and
+      "".join(lp["logprobs"]["tokens"]) == lp["text"] and
+      all(len(t) == 3 and max(t.values()) == v for t, v in
+          zip(lp["logprobs"]["top_logprobs"], lp["logprobs"]["token_logprobs"])) and
+      streamed_tokens == lp["logprobs"]["tokens"], lp)
+
 # Prefix cache: a long prompt twice.
 eval_text = open(os.path.join(golden, "eval.txt")).read()[:4000]
 long = dict(greedy, prompt=eval_text, max_tokens=4)
@@ -184,12 +225,18 @@ check("beyond the context -> 400", s == 400 and "2048" in
       e["error"]["message"], e)
 s, e = request(port, "POST", "/v1/completions", {"prompt": "x", "top_k": "3"})
 check("wrong type -> 400", s == 400 and "top_k" in e["error"]["message"], e)
-for field, value in (("n", 2), ("logprobs", 1),
-                     ("tools", [{"type": "function",
-                                 "function": {"name": "f"}}])):
-    s, e = request(port, "POST", "/v1/completions",
-                   {"prompt": "x", field: value})
-    check("'%s' not served -> 400" % field,
+for path, body, field in (
+        ("/v1/completions", {"prompt": "x", "n": 2}, "n"),
+        ("/v1/completions", {"prompt": "x", "logprobs": 21}, "logprobs"),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                  "tools": [{"type": "function", "function": {"name": "f"}}],
+                                  "tool_choice": "required"}, "tool_choice"),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                  "tools": [{"type": "function"}]}, "tool"),
+        ("/v1/chat/completions", {"messages": [{"role": "robot", "content": "x"}]},
+         "role")):
+    s, e = request(port, "POST", path, body)
+    check("bad '%s' -> 400" % field,
           s == 400 and field in e["error"]["message"], e)
 s, e = request(port, "POST", "/v1/completions", {"prompt": "x",
                                                  "model": "other"})
@@ -198,6 +245,15 @@ check("unknown model -> 404", s == 404 and e["error"]["code"] ==
 s, e = request(port, "POST", "/v1/completions",
                raw=json.dumps({"prompt": "x" * (5 << 20)}))
 check("body too large -> 413", s == 413 and "error" in e, (s, e))
+
+# Metrics: histograms and finish reasons, as vLLM names them.
+page = request(port, "GET", "/metrics")[1]
+check("metrics: histograms and finish reasons",
+      metric(port, "time_to_first_token_seconds_count") > 0 and
+      metric(port, "e2e_request_latency_seconds_count") > 0 and
+      metric(port, "inter_token_latency_seconds_count") > 0 and
+      'kiln:request_success_total{model_name="m",finished_reason="length"}'
+      in page and 'le="+Inf"' in page, page[:400])
 
 # A client that vanishes mid-stream (1,700 tokens asked: it is cut short).
 generated = metric(port, "generation_tokens_total")
@@ -245,6 +301,9 @@ rc = proc.wait(timeout=60)
 check("SIGTERM drains", rc == 0 and holder["r"][0] == 200 and
       holder["r"][1]["usage"]["completion_tokens"] == 300 and
       late in (503, "closed"), (rc, late))
+log_text = open(os.path.join(work, "serve.log")).read()
+check("status line while busy", "generation" in log_text and "tok/s" in
+      log_text and "prefix hits" in log_text, log_text[-600:])
 
 # API key, and a queue of one: 429 once a request waits.
 proc, port = start("--api-key", "sekret", "--max-running", "1",

@@ -41,6 +41,32 @@ check("chat: streamed equals whole, usage chunk",
       streamed === chat.choices[0].message.content && usage?.completion_tokens === 16 &&
       usage.prompt_tokens_details.cached_tokens >= 0, [streamed, chat.choices[0], usage]);
 
+// Tools are accepted and rendered into the prompt (the fixture model, trained
+// on Python sources, does not call them: parsing is tested in unit-openai).
+const tools = [{ type: "function", function: { name: "get_weather",
+  parameters: { type: "object", properties: { city: { type: "string" } } } } }];
+const withTools = await client.chat.completions.create({
+  model, messages, tools, max_tokens: 4, temperature: 0 });
+check("chat with tools: tools in the prompt",
+      withTools.usage.prompt_tokens > chat.usage.prompt_tokens &&
+      ["stop", "length", "tool_calls"].includes(withTools.choices[0].finish_reason),
+      withTools);
+const history = await client.chat.completions.create({
+  model, tools, max_tokens: 4, temperature: 0, messages: [
+    ...messages,
+    { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function",
+      function: { name: "get_weather", arguments: JSON.stringify({ city: "Paris" }) } }] },
+    { role: "tool", tool_call_id: "call_1", content: "sunny" }] });
+check("chat history with a tool call and its result",
+      history.usage.prompt_tokens > withTools.usage.prompt_tokens, history.usage);
+const lp = await client.chat.completions.create({
+  model, messages, max_tokens: 6, temperature: 0, logprobs: true, top_logprobs: 2 });
+const content = lp.choices[0].logprobs?.content ?? [];
+check("chat logprobs: one per token, top 2, the greedy token first",
+      content.length === 6 && content.every((t) => t.top_logprobs.length === 2 &&
+        t.top_logprobs[0].token === t.token && t.logprob <= 0),
+      lp.choices[0].logprobs);
+
 const sample = { model, prompt: "class", max_tokens: 20, temperature: 0.8, seed: 3 };
 const a = await client.completions.create(sample);
 const b = await client.completions.create(sample);

@@ -5,9 +5,9 @@
 using namespace kiln;
 using namespace kiln::serve;
 using namespace kiln::serve::api;
-using nlohmann::json;
+using json = kiln::serve::api::Json;
 
-json ApiError::body() const {
+Json ApiError::body() const {
   return {{"error",
            {{"message", message},
             {"type", type},
@@ -54,13 +54,14 @@ bool tokenIds(const json &v, std::vector<int32_t> &out, ApiError &error) {
 }
 
 bool parsePrompt(Route route, const json &j, const ApiContext &ctx,
-                 RequestParams &p, ApiError &error) {
+                 ApiRequest &r, ApiError &error) {
+  RequestParams &p = r.params;
   if (route == Route::Completions) {
     if (!j.contains("prompt"))
       return refuse(error, "'prompt' is required");
     const json &v = j["prompt"];
     if (v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array()))
-      return parsePrompt(route, json{{"prompt", v[0]}}, ctx, p, error);
+      return parsePrompt(route, json{{"prompt", v[0]}}, ctx, r, error);
     if (v.is_array())
       return tokenIds(v, p.prompt, error);
     if (!v.is_string())
@@ -74,52 +75,210 @@ bool parsePrompt(Route route, const json &j, const ApiContext &ctx,
     p.prompt = std::move(ids).value();
     return true;
   }
-  if (!j.contains("messages") || !j["messages"].is_array() ||
-      j["messages"].empty())
-    return refuse(error, "'messages' must be a non-empty list");
+  ChatPrompt chat;
+  if (!parseChat(j, chat, error))
+    return false;
   if (!ctx.tokenizer)
     return refuse(error, "the model has no tokenizer: chat needs one");
-  std::vector<ChatMessage> messages;
-  for (const json &m : j["messages"]) {
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-      return refuse(error, "each message needs a string 'role'");
-    std::string role = m["role"].get<std::string>();
-    if (role == "tool")
-      role = "observation";
-    if (role != "system" && role != "user" && role != "assistant" &&
-        role != "observation")
-      return refuse(error, "unknown message role '" + role + "'");
-    std::string content;
-    if (m.contains("content") && m["content"].is_string()) {
-      content = m["content"].get<std::string>();
-    } else if (m.contains("content") && m["content"].is_array()) {
-      for (const json &part : m["content"])
-        if (part.is_object() && part.value("type", "") == "text" &&
-            part.contains("text") && part["text"].is_string())
-          content += part["text"].get<std::string>();
-    } else if (m.contains("content") && !m["content"].is_null()) {
-      return refuse(error, "message 'content' must be a string or a list");
-    }
-    messages.push_back({role, content});
-  }
-  bool thinking = true;
-  if (j.contains("chat_template_kwargs") &&
-      j["chat_template_kwargs"].is_object() &&
-      j["chat_template_kwargs"].contains("enable_thinking")) {
-    const json &t = j["chat_template_kwargs"]["enable_thinking"];
-    if (!t.is_boolean())
-      return refuse(error, "'enable_thinking' must be a boolean");
-    thinking = t.get<bool>();
-  }
   Result<std::vector<int32_t>> ids = ctx.tokenizer->encodeChat(
-      messages, /*addGenerationPrompt=*/true, thinking);
+      chat.messages, /*addGenerationPrompt=*/true, chat.thinking, chat.tools);
   if (!ids.isOk())
     return refuse(error, ids.status().message());
   p.prompt = std::move(ids).value();
+  GlmOutputOptions &o = r.output;
+  o.reasoning = chat.thinking;
+  o.tools = chat.parseTools;
+  o.specs = chat.specs;
+  // A template whose generation prompt opens <think> starts the output
+  // inside the reasoning.
+  Result<int32_t> think =
+      ctx.tokenizer->tokenToId(ctx.tokenizer->data().chat.thinkOpen);
+  o.startInReasoning = think.isOk() && p.prompt.back() == *think;
   return true;
 }
 
+/// The text of a message content: a string, or the text parts of a list.
+bool contentText(const json &m, const char *what, std::string &out,
+                 ApiError &error) {
+  if (!m.contains("content") || m["content"].is_null())
+    return true;
+  const json &c = m["content"];
+  if (c.is_string()) {
+    out = c.get<std::string>();
+    return true;
+  }
+  if (!c.is_array())
+    return refuse(error,
+                  std::string(what) + " 'content' must be a string or a list");
+  for (const json &part : c)
+    if (part.is_string())
+      out += part.get<std::string>();
+    else if (part.is_object() && part.value("type", "") == "text" &&
+             part.contains("text") && part["text"].is_string())
+      out += part["text"].get<std::string>();
+  return true;
+}
+
+/// An earlier assistant turn's tool call, arguments as the template prints
+/// them.
+bool historyToolCall(const json &tc, ChatToolCall &out, ApiError &error) {
+  const json &f =
+      tc.is_object() && tc.contains("function") ? tc["function"] : tc;
+  if (!f.is_object() || !f.contains("name") || !f["name"].is_string())
+    return refuse(error, "each tool call needs a 'function' with a 'name'");
+  out.name = f["name"].get<std::string>();
+  json args = json::object();
+  if (f.contains("arguments") && f["arguments"].is_string()) {
+    std::string text = f["arguments"].get<std::string>();
+    args = text.empty() ? json::object() : json::parse(text, nullptr, false);
+  } else if (f.contains("arguments") && !f["arguments"].is_null()) {
+    args = f["arguments"];
+  }
+  if (!args.is_object())
+    return refuse(error, "tool call '" + out.name +
+                             "': 'arguments' must be a JSON object");
+  for (auto it = args.begin(); it != args.end(); ++it)
+    out.arguments.push_back({it.key(), it.value().is_string()
+                                           ? it.value().get<std::string>()
+                                           : pythonJson(it.value())});
+  return true;
+}
+
+/// Completions: `logprobs: N` (top N). Chat: `logprobs: true` and
+/// `top_logprobs: N`. N is 0 to 20, as OpenAI allows.
+bool parseLogprobs(Route route, const json &j, int32_t &out, ApiError &error) {
+  const json *v = j.contains("logprobs") && !j["logprobs"].is_null()
+                      ? &j["logprobs"]
+                      : nullptr;
+  const json *top = j.contains("top_logprobs") && !j["top_logprobs"].is_null()
+                        ? &j["top_logprobs"]
+                        : nullptr;
+  auto count = [&](const json &n, const char *name) {
+    if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > 20)
+      return refuse(error, std::string("'") + name +
+                               "' must be an integer from 0 to 20");
+    out = int32_t(n.get<int64_t>());
+    return true;
+  };
+  if (route == Route::Completions)
+    return !v || (v->is_boolean() && !v->get<bool>()) || count(*v, "logprobs");
+  if (v && !v->is_boolean())
+    return refuse(error, "'logprobs' must be a boolean");
+  if (!v || !v->get<bool>())
+    return !top || refuse(error, "'top_logprobs' needs 'logprobs': true");
+  out = 0;
+  return !top || count(*top, "top_logprobs");
+}
+
 } // namespace
+
+bool api::parseChat(const json &j, ChatPrompt &chat, ApiError &error) {
+  if (!j.contains("messages") || !j["messages"].is_array() ||
+      j["messages"].empty())
+    return refuse(error, "'messages' must be a non-empty list");
+  for (const json &m : j["messages"]) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+      return refuse(error, "each message needs a string 'role'");
+    ChatMessage msg;
+    msg.role = m["role"].get<std::string>();
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" &&
+        msg.role != "tool" && msg.role != "developer")
+      return refuse(error, "unknown message role '" + msg.role + "'");
+    if (msg.role == "developer") // OpenAI's newer name for system
+      msg.role = "system";
+    if (!contentText(m, "message", msg.content, error))
+      return false;
+    if (msg.role == "assistant") {
+      if (m.contains("reasoning_content") &&
+          m["reasoning_content"].is_string()) {
+        msg.hasReasoning = true;
+        msg.reasoning = m["reasoning_content"].get<std::string>();
+      }
+      if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+        if (!m["tool_calls"].is_array())
+          return refuse(error, "'tool_calls' must be a list");
+        for (const json &tc : m["tool_calls"]) {
+          ChatToolCall call;
+          if (!historyToolCall(tc, call, error))
+            return false;
+          msg.toolCalls.push_back(std::move(call));
+        }
+      }
+    }
+    chat.messages.push_back(std::move(msg));
+  }
+  if (j.contains("chat_template_kwargs") &&
+      !j["chat_template_kwargs"].is_null()) {
+    const json &k = j["chat_template_kwargs"];
+    if (!k.is_object())
+      return refuse(error, "'chat_template_kwargs' must be an object");
+    if (k.contains("enable_thinking")) {
+      if (!k["enable_thinking"].is_boolean())
+        return refuse(error, "'enable_thinking' must be a boolean");
+      chat.thinking = k["enable_thinking"].get<bool>();
+    }
+  }
+  std::string choice = "auto";
+  if (j.contains("tool_choice") && !j["tool_choice"].is_null()) {
+    const json &c = j["tool_choice"];
+    if (!c.is_string())
+      return refuse(error, "'tool_choice' other than \"auto\" or \"none\" "
+                           "(a forced call) is not supported");
+    choice = c.get<std::string>();
+    if (choice != "auto" && choice != "none")
+      return refuse(error, "'tool_choice' \"" + choice +
+                               "\" is not supported (\"auto\" or \"none\")");
+  }
+  if (!j.contains("tools") || j["tools"].is_null() || choice == "none")
+    return true;
+  if (!j["tools"].is_array())
+    return refuse(error, "'tools' must be a list");
+  for (const json &t : j["tools"]) {
+    if (!t.is_object() || t.value("type", "function") != "function" ||
+        !t.contains("function") || !t["function"].is_object() ||
+        !t["function"].contains("name") || !t["function"]["name"].is_string())
+      return refuse(error, "each tool must be {\"type\": \"function\", "
+                           "\"function\": {\"name\": ...}}");
+    ToolSpec spec;
+    spec.name = t["function"]["name"].get<std::string>();
+    const json &f = t["function"];
+    if (f.contains("parameters") && f["parameters"].is_object() &&
+        f["parameters"].contains("properties") &&
+        f["parameters"]["properties"].is_object())
+      for (auto it = f["parameters"]["properties"].begin();
+           it != f["parameters"]["properties"].end(); ++it)
+        if (it.value().is_object() && it.value().contains("type") &&
+            it.value()["type"].is_string())
+          spec.paramTypes[it.key()] = it.value()["type"].get<std::string>();
+    chat.specs.push_back(std::move(spec));
+    chat.tools.push_back(pythonJson(t));
+  }
+  chat.parseTools = !chat.tools.empty();
+  return true;
+}
+
+std::string api::pythonJson(const json &v) {
+  const auto replace = json::error_handler_t::replace;
+  if (v.is_object()) {
+    std::string s = "{";
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (it != v.begin())
+        s += ", ";
+      s += json(it.key()).dump(-1, ' ', false, replace) + ": " +
+           pythonJson(it.value());
+    }
+    return s + "}";
+  }
+  if (v.is_array()) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? ", " : "") + pythonJson(v[i]);
+    return s + "]";
+  }
+  if (v.is_boolean())
+    return v.get<bool>() ? "true" : "false";
+  return v.dump(-1, ' ', false, replace);
+}
 
 ApiRequest api::parseRequest(Route route, const std::string &body,
                              const ApiContext &ctx, ApiError &error) {
@@ -167,15 +326,8 @@ ApiRequest api::parseRequest(Route route, const std::string &body,
     refuse(error, "'n' must be 1 (one choice per request)");
     return r;
   }
-  if (j.contains("logprobs") && !j["logprobs"].is_null() &&
-      !(j["logprobs"].is_boolean() && !j["logprobs"].get<bool>())) {
-    refuse(error, "'logprobs' is not supported yet");
+  if (!parseLogprobs(route, j, p.logprobs, error))
     return r;
-  }
-  if (j.contains("tools") && !j["tools"].is_null() && !j["tools"].empty()) {
-    refuse(error, "'tools' is not supported yet");
-    return r;
-  }
   if (j.contains("stream_options") && j["stream_options"].is_object())
     field(j["stream_options"], "include_usage", r.includeUsage, error,
           &json::is_boolean);
@@ -206,7 +358,7 @@ ApiRequest api::parseRequest(Route route, const std::string &body,
     refuse(error, s.message());
     return r;
   }
-  if (!parsePrompt(route, j, ctx, p, error))
+  if (!parsePrompt(route, j, ctx, r, error))
     return r;
   int64_t limit = maxCompletion >= 0 ? maxCompletion : maxTokens;
   if (limit == 0 || limit < -1) {
@@ -232,22 +384,106 @@ json api::usage(const RequestOutput &out) {
           {"prompt_tokens_details", {{"cached_tokens", out.cachedTokens}}}};
 }
 
-static const char *finishName(const RequestOutput &out) {
-  return out.finish == FinishReason::Length ? "length" : "stop";
+const char *api::finishReason(const RequestOutput &out, bool toolCalls) {
+  if (out.finish == FinishReason::Length)
+    return "length";
+  return toolCalls ? "tool_calls" : "stop";
+}
+
+static const char *objectName(Route route, bool chunk) {
+  return route == Route::Completions ? "text_completion"
+         : chunk                     ? "chat.completion.chunk"
+                                     : "chat.completion";
+}
+
+static json toolCallsJson(const std::vector<ToolCall> &calls) {
+  json a = json::array();
+  for (size_t i = 0; i < calls.size(); ++i)
+    a.push_back(
+        {{"index", i},
+         {"id", calls[i].id},
+         {"type", "function"},
+         {"function",
+          {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}});
+  return a;
+}
+
+json api::logprobs(Route route, const Tokenizer *tokenizer,
+                   const std::vector<int32_t> &ids,
+                   const std::vector<TokenLogprob> &lps, size_t from, size_t to,
+                   int64_t textOffset) {
+  if (lps.empty() || !tokenizer)
+    return nullptr;
+  to = std::min({to, ids.size(), lps.size()});
+  auto text = [&](int32_t id) {
+    Result<std::string> t = tokenizer->decode(&id, 1);
+    return t.isOk() ? *t : std::string();
+  };
+  auto bytes = [](const std::string &t) {
+    json b = json::array();
+    for (unsigned char c : t)
+      b.push_back(int(c));
+    return b;
+  };
+  if (route == Route::Completions) {
+    json tokens = json::array(), values = json::array(), tops = json::array(),
+         offsets = json::array();
+    for (size_t i = from; i < to; ++i) {
+      std::string t = text(ids[i]);
+      tokens.push_back(t);
+      values.push_back(lps[i].logprob);
+      json top = json::object();
+      for (const auto &[id, lp] : lps[i].top)
+        top[text(id)] = lp;
+      tops.push_back(top);
+      offsets.push_back(textOffset);
+      textOffset += int64_t(t.size());
+    }
+    return {{"tokens", tokens},
+            {"token_logprobs", values},
+            {"top_logprobs", tops},
+            {"text_offset", offsets}};
+  }
+  json content = json::array();
+  for (size_t i = from; i < to; ++i) {
+    std::string t = text(ids[i]);
+    json top = json::array();
+    for (const auto &[id, lp] : lps[i].top) {
+      std::string s = text(id);
+      top.push_back({{"token", s}, {"logprob", lp}, {"bytes", bytes(s)}});
+    }
+    content.push_back({{"token", t},
+                       {"logprob", lps[i].logprob},
+                       {"bytes", bytes(t)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}};
 }
 
 json api::response(Route route, const std::string &id, int64_t created,
-                   const std::string &model, const RequestOutput &out) {
-  json choice = {{"index", 0}, {"finish_reason", finishName(out)}};
+                   const std::string &model, const Output &o,
+                   const Tokenizer *tokenizer) {
+  const RequestOutput &out = *o.out;
+  const bool calls = !o.parsed.toolCalls.empty();
+  json choice = {{"index", 0}};
   if (route == Route::Completions) {
     choice["text"] = out.text;
-    choice["logprobs"] = nullptr;
   } else {
-    choice["message"] = {{"role", "assistant"}, {"content", out.text}};
+    json message = {{"role", "assistant"},
+                    {"content", o.parsed.content.empty() && calls
+                                    ? json(nullptr)
+                                    : json(o.parsed.content)}};
+    if (!o.parsed.reasoning.empty())
+      message["reasoning_content"] = o.parsed.reasoning;
+    if (calls)
+      message["tool_calls"] = toolCallsJson(o.parsed.toolCalls);
+    choice["message"] = message;
   }
+  choice["logprobs"] =
+      logprobs(route, tokenizer, out.ids, out.logprobs, 0, o.tokens, 0);
+  choice["finish_reason"] = finishReason(out, calls);
   return {{"id", id},
-          {"object",
-           route == Route::Completions ? "text_completion" : "chat.completion"},
+          {"object", objectName(route, false)},
           {"created", created},
           {"model", model},
           {"choices", json::array({choice})},
@@ -255,24 +491,40 @@ json api::response(Route route, const std::string &id, int64_t created,
 }
 
 json api::chunk(Route route, const std::string &id, int64_t created,
-                const std::string &model, const std::string &text,
-                const char *finish, bool first) {
-  json choice = {{"index", 0},
-                 {"finish_reason", finish ? json(finish) : json(nullptr)}};
+                const std::string &model, const OutputDelta &d,
+                const char *finish, bool first, const json &logprobs) {
+  json choice = {{"index", 0}};
   if (route == Route::Completions) {
-    choice["text"] = text;
-    choice["logprobs"] = nullptr;
+    choice["text"] = d.content;
   } else {
     json delta = json::object();
     if (first)
       delta["role"] = "assistant";
-    if (!text.empty() || (first && !finish))
-      delta["content"] = text;
+    if (!d.reasoning.empty())
+      delta["reasoning_content"] = d.reasoning;
+    if (!d.content.empty() || (first && !finish && d.empty()))
+      delta["content"] = d.content;
+    if (!d.toolCalls.empty()) {
+      json calls = json::array();
+      for (const ToolCallDelta &t : d.toolCalls) {
+        json c = {{"index", t.index}};
+        if (!t.id.empty()) {
+          c["id"] = t.id;
+          c["type"] = "function";
+          c["function"] = {{"name", t.name}, {"arguments", t.arguments}};
+        } else {
+          c["function"] = {{"arguments", t.arguments}};
+        }
+        calls.push_back(c);
+      }
+      delta["tool_calls"] = calls;
+    }
     choice["delta"] = delta;
   }
+  choice["logprobs"] = logprobs;
+  choice["finish_reason"] = finish ? json(finish) : json(nullptr);
   return {{"id", id},
-          {"object", route == Route::Completions ? "text_completion"
-                                                 : "chat.completion.chunk"},
+          {"object", objectName(route, true)},
           {"created", created},
           {"model", model},
           {"choices", json::array({choice})},
@@ -282,8 +534,7 @@ json api::chunk(Route route, const std::string &id, int64_t created,
 json api::usageChunk(Route route, const std::string &id, int64_t created,
                      const std::string &model, const RequestOutput &out) {
   return {{"id", id},
-          {"object", route == Route::Completions ? "text_completion"
-                                                 : "chat.completion.chunk"},
+          {"object", objectName(route, true)},
           {"created", created},
           {"model", model},
           {"choices", json::array()},
