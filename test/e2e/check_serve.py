@@ -24,53 +24,17 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_util import Checks, metric, request, start_server  # noqa: E402
+
 serve, kiln_run, artifact, fixture, work, node_modules = sys.argv[1:7]
 golden = os.path.join(fixture, "golden")
 prompts = json.load(open(os.path.join(golden, "prompts.json")))
-failures = 0
-
-
-def check(name, ok, detail=""):
-    global failures
-    print("%s %s%s" % ("ok  " if ok else "FAIL", name,
-                       "" if ok else ": " + str(detail)))
-    failures += not ok
+check = Checks()
 
 
 def start(*extra):
-    port_file = os.path.join(work, "port")
-    if os.path.exists(port_file):
-        os.remove(port_file)
-    log = open(os.path.join(work, "serve.log"), "a")
-    p = subprocess.Popen([serve, artifact, "--port", "0", "--port-file",
-                          port_file, "--threads", "2"] + list(extra),
-                         stdout=log, stderr=log)
-    for _ in range(600):
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            port = int(open(port_file).read())
-            try:
-                if request(port, "GET", "/health")[0] == 200:
-                    return p, port
-            except OSError:
-                pass
-        if p.poll() is not None:
-            sys.exit("kiln-serve exited with %d" % p.returncode)
-        time.sleep(0.05)
-    p.kill()
-    sys.exit("kiln-serve did not become healthy")
-
-
-def request(port, method, path, body=None, headers=None, raw=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    data = raw if raw is not None else (json.dumps(body) if body else None)
-    c.request(method, path, body=data, headers=headers or {})
-    r = c.getresponse()
-    text = r.read().decode()
-    c.close()
-    try:
-        return r.status, json.loads(text)
-    except ValueError:
-        return r.status, text
+    return start_server(serve, artifact, work, *extra)
 
 
 def stream(port, path, body):
@@ -93,14 +57,6 @@ def kiln_run_text(ids, n):
                           "--ignore-eos", "--output-format", "json"],
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out)["text"]
-
-
-def metric(port, name, headers=None):
-    text = request(port, "GET", "/metrics", headers=headers)[1]
-    for line in text.splitlines():
-        if line.startswith("kiln:" + name + "{"):
-            return float(line.split()[-1])
-    return None
 
 
 # /health is 503 while the model loads: the artifact is a FIFO, so loading
@@ -337,4 +293,4 @@ print(client.stdout + client.stderr, end="")
 check("the openai npm client ran", client.returncode == 0, client.returncode)
 proc.send_signal(signal.SIGTERM)
 check("second server exits 0", proc.wait(timeout=60) == 0)
-sys.exit(1 if failures else 0)
+sys.exit(1 if check.failures else 0)

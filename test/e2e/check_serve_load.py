@@ -15,40 +15,16 @@ import http.client
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_util import Checks, metric, request, start_server  # noqa: E402
+
 serve, artifact, fixture, work = sys.argv[1:5]
-failures = 0
+check = Checks()
 N, PROMPTS, TOKENS = 256, 8, 16
-
-
-def check(name, ok, detail=""):
-    global failures
-    print("%s %s%s" % ("ok  " if ok else "FAIL", name,
-                       "" if ok else ": " + str(detail)), flush=True)
-    failures += not ok
-
-
-def request(port, method, path, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    c.request(method, path, body=json.dumps(body) if body else None)
-    r = c.getresponse()
-    text = r.read().decode()
-    c.close()
-    try:
-        return r.status, json.loads(text)
-    except ValueError:
-        return r.status, text
-
-
-def metric(port, name):
-    for line in request(port, "GET", "/metrics")[1].splitlines():
-        if line.startswith("kiln:" + name + "{"):
-            return float(line.split()[-1])
-    return None
 
 
 def rss_mb(pid):
@@ -58,26 +34,8 @@ def rss_mb(pid):
     return 0.0
 
 
-port_file = os.path.join(work, "port")
-log = open(os.path.join(work, "serve-load.log"), "w")
-proc = subprocess.Popen([serve, artifact, "--port", "0", "--port-file",
-                         port_file, "--threads", "2"], stdout=log, stderr=log)
+proc, port = start_server(serve, artifact, work, log_name="serve-load.log")
 try:
-    port = None
-    for _ in range(1200):
-        if proc.poll() is not None:
-            sys.exit("kiln-serve exited with %d" % proc.returncode)
-        if os.path.exists(port_file) and open(port_file).read().strip():
-            port = int(open(port_file).read())
-            try:
-                if request(port, "GET", "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-        time.sleep(0.05)
-    else:
-        sys.exit("kiln-serve did not become healthy")
-
     eval_text = open(os.path.join(fixture, "golden", "eval.txt")).read()
     prompts = [eval_text[i * 300:i * 300 + 120 + 40 * i] for i in range(PROMPTS)]
     body = {"max_tokens": TOKENS, "temperature": 0, "ignore_eos": True}
@@ -170,4 +128,4 @@ finally:
     if proc.poll() is None:
         proc.kill()
         proc.wait()
-sys.exit(1 if failures else 0)
+sys.exit(1 if check.failures else 0)
