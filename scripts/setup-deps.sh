@@ -8,6 +8,7 @@ PKGS=(
   flatbuffers-compiler libflatbuffers-dev
   libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev
+  openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-jinja2
 )
 missing=()

@@ -1,6 +1,7 @@
 //===- HipSymbols.cpp -----------------------------------------------------===//
 
 #include "runtime/hip/HipSymbols.h"
+#include "runtime/support/DynamicLibrary.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -24,38 +25,23 @@ std::vector<std::string> kiln::hip::defaultHipLibraries() {
 
 Result<std::shared_ptr<HipSymbols>>
 HipSymbols::load(const std::vector<std::string> &libraries) {
-  std::string tried;
-  for (const std::string &name : libraries) {
-    void *handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char *why = dlerror();
-      tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
-      continue;
-    }
-    std::shared_ptr<HipSymbols> symbols(new HipSymbols());
-    symbols->handle_ = handle;
-    symbols->path_ = name;
-    const char *missing = nullptr;
-#define KILN_HIP_RESOLVE(name, ret, params)                                    \
-  if (!missing) {                                                              \
-    void *address = dlsym(handle, #name);                                      \
-    if (!address)                                                              \
-      missing = #name;                                                         \
-    else                                                                       \
-      std::memcpy(&symbols->name, &address, sizeof(address));                  \
-  }
-    KILN_HIP_SYMBOLS(KILN_HIP_RESOLVE)
-#undef KILN_HIP_RESOLVE
-    if (missing)
-      return makeError(StatusCode::Unavailable, "HIP runtime ", name,
-                       " lacks the symbol ", missing,
-                       ": it is not a usable libamdhip64 (ROCm 6 or later)");
-    return symbols;
-  }
-  return makeError(StatusCode::Unavailable,
-                   "HIP runtime (libamdhip64.so) not found: kiln-run "
-                   "--device=hip needs ROCm; use --device=cpu (tried: ",
-                   tried, ")");
+  std::shared_ptr<HipSymbols> symbols(new HipSymbols());
+#define KILN_HIP_SLOT(name, ret, params) {#name, &symbols->name},
+  OpenedLibrary opened =
+      openLibrary(libraries, {KILN_HIP_SYMBOLS(KILN_HIP_SLOT)});
+#undef KILN_HIP_SLOT
+  if (opened.missing)
+    return makeError(StatusCode::Unavailable, "HIP runtime ", opened.path,
+                     " lacks the symbol ", opened.missing,
+                     ": it is not a usable libamdhip64 (ROCm 6 or later)");
+  if (!opened.handle)
+    return makeError(StatusCode::Unavailable,
+                     "HIP runtime (libamdhip64.so) not found: kiln-run "
+                     "--device=hip needs ROCm; use --device=cpu (tried: ",
+                     opened.tried, ")");
+  symbols->handle_ = opened.handle;
+  symbols->path_ = opened.path;
+  return symbols;
 }
 
 HipSymbols::~HipSymbols() {
