@@ -6,7 +6,7 @@ PKGS=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   clang-format-22
   flatbuffers-compiler libflatbuffers-dev
-  libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev
+  libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev libboost-dev
   libgtest-dev libgmock-dev
   openmpi-bin libopenmpi-dev
   python3 python3-numpy python3-jinja2
