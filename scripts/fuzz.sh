@@ -15,7 +15,7 @@
 #   $KILN_FUZZ_WORK/findings/<h>/  crash-*, leak-*, timeout-*, oom-* inputs
 #   $KILN_FUZZ_WORK/logs/<h>.log   libFuzzer's output
 # Harnesses (default: all): safetensors index config glob tokenizer_json
-# tokenizer_encode chat artifact npy.
+# tokenizer_encode chat artifact npy openai_request glm_output.
 #
 # A finding: reproduce with build-fuzz/bin/fuzz/fuzz-<h> FILE, fix the library,
 # copy FILE to fuzz/regressions/<h>/ (ctest replays it from then on), and
@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 ALL=(safetensors index config glob tokenizer_json tokenizer_encode chat artifact
-  npy)
+  npy openai_request glm_output)
 SECONDS_PER=${1:-60}
 if ! [[ "$SECONDS_PER" =~ ^[0-9]+$ ]]; then
   echo "usage: scripts/fuzz.sh [SECONDS_PER_HARNESS] [harness...]" >&2
@@ -72,7 +72,7 @@ export KILN_SOURCE_DIR=$ROOT
 
 dict_for() {
   case $1 in
-  safetensors | index | config | tokenizer_json) echo "$ROOT/fuzz/dicts/json.dict" ;;
+  safetensors | index | config | tokenizer_json | openai_request) echo "$ROOT/fuzz/dicts/json.dict" ;;
   npy) echo "$ROOT/fuzz/dicts/npy.dict" ;;
   *) echo "" ;;
   esac

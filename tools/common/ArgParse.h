@@ -13,6 +13,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace kiln::tools {
@@ -52,6 +54,17 @@ inline Result<int64_t> parseByteSize(const std::string &flag,
 struct UsageError {
   std::string message;
 };
+
+/// A tool's `parse()` of its arguments; on a UsageError, prints
+/// "TOOL: message" and exits 2.
+template <typename F> auto parseOrExit(const char *tool, F &&parse) {
+  try {
+    return parse();
+  } catch (const UsageError &e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.message.c_str());
+    std::exit(2);
+  }
+}
 
 inline int64_t intFlag(const std::string &flag, const std::string &value,
                        int64_t lo, int64_t hi) {

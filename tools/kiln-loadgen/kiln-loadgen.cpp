@@ -386,13 +386,8 @@ int sweep(const Options &o, const std::vector<RequestSpec> &requests) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Options o;
-  try {
-    o = parseArgs(argc, argv);
-  } catch (const UsageError &e) {
-    std::fprintf(stderr, "kiln-loadgen: %s\n", e.message.c_str());
-    return 2;
-  }
+  Options o =
+      tools::parseOrExit("kiln-loadgen", [&] { return parseArgs(argc, argv); });
   std::signal(SIGPIPE, SIG_IGN);
   // A socket per request in flight: raise the soft descriptor limit.
   rlimit files{};

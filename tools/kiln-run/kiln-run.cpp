@@ -657,13 +657,8 @@ int runBatch(Model &model, const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Options o;
-  try {
-    o = parseArgs(argc, argv);
-  } catch (const UsageError &e) {
-    std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
-    return 2;
-  }
+  Options o =
+      tools::parseOrExit("kiln-run", [&] { return parseArgs(argc, argv); });
   try {
     LoadOptions load;
     load.threads = int(o.threads);

@@ -291,13 +291,8 @@ Result<Loaded> load(Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
-  Options o;
-  try {
-    o = parseArgs(argc, argv);
-  } catch (const UsageError &e) {
-    std::fprintf(stderr, "kiln-serve: %s\n", e.message.c_str());
-    return 2;
-  }
+  Options o =
+      tools::parseOrExit("kiln-serve", [&] { return parseArgs(argc, argv); });
   std::signal(SIGPIPE, SIG_IGN);
   Server server(o);
   http::ServerOptions httpOptions;
