@@ -77,7 +77,7 @@ void GlmOutputParser::emitText(OutputDelta &d, std::string_view text) {
   // Reasoning drops all leading space, content only the newlines the
   // template puts after </think> (an indented first line keeps its indent).
   size_t first = 0;
-  if (!ch.started)
+  if (!ch.started && ch.pendingSpace.empty())
     while (first < text.size() &&
            (reasoning ? isSpace(text[first]) : text[first] == '\n'))
       ++first;
@@ -207,8 +207,8 @@ bool GlmOutputParser::runToolCall(OutputDelta &d, bool final) {
   };
   if (rest.substr(0, kCallClose.size()) == kCallClose)
     return close(start + kCallClose.size());
-  if (rest.empty())
-    return final ? close(0) : false;
+  if (rest.empty()) // spaces inside a call are its layout, never content
+    return final ? close(buf_.size()) : false;
   if (rest.substr(0, kKeyOpen.size()) == kKeyOpen) {
     size_t keyEnd = rest.find(kKeyClose);
     size_t valueOpen = keyEnd == std::string_view::npos

@@ -40,6 +40,12 @@ bool refuse(ApiError &error, const std::string &message, int status = 400,
   return false;
 }
 
+/// `j[key]` is the string `want` (json::value() would throw on another
+/// type).
+bool isString(const json &j, const char *key, const char *want) {
+  return j.contains(key) && j[key].is_string() && j[key] == want;
+}
+
 bool tokenIds(const json &v, std::vector<int32_t> &out, ApiError &error) {
   for (const json &t : v) {
     if (!t.is_number_integer())
@@ -113,7 +119,7 @@ bool contentText(const json &m, const char *what, std::string &out,
   for (const json &part : c)
     if (part.is_string())
       out += part.get<std::string>();
-    else if (part.is_object() && part.value("type", "") == "text" &&
+    else if (part.is_object() && isString(part, "type", "text") &&
              part.contains("text") && part["text"].is_string())
       out += part["text"].get<std::string>();
   return true;
@@ -234,7 +240,8 @@ bool api::parseChat(const json &j, ChatPrompt &chat, ApiError &error) {
   if (!j["tools"].is_array())
     return refuse(error, "'tools' must be a list");
   for (const json &t : j["tools"]) {
-    if (!t.is_object() || t.value("type", "function") != "function" ||
+    if (!t.is_object() ||
+        (t.contains("type") && !isString(t, "type", "function")) ||
         !t.contains("function") || !t["function"].is_object() ||
         !t["function"].contains("name") || !t["function"]["name"].is_string())
       return refuse(error, "each tool must be {\"type\": \"function\", "
@@ -360,6 +367,10 @@ ApiRequest api::parseRequest(Route route, const std::string &body,
   }
   if (!parsePrompt(route, j, ctx, r, error))
     return r;
+  if (p.prompt.empty()) {
+    refuse(error, "'prompt' is empty");
+    return r;
+  }
   int64_t limit = maxCompletion >= 0 ? maxCompletion : maxTokens;
   if (limit == 0 || limit < -1) {
     refuse(error, "'max_tokens' must be at least 1");
