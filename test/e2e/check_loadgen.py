@@ -174,9 +174,11 @@ def failure_checks():
               j["total_output_tokens"] == 9 and
               j["accept_length"] is None and
               "prefix cache was not flushed" in err, (rc, err, j))
+        # The slow route holds the first token 50 ms: every TTFT misses a
+        # 10 ms bound, however fast the machine.
         rc, out, err, j = run("fake-sweep", "--base-url", base, "--endpoint",
-                              "/good/v1/completions", *tiny, "--sweep-rates",
-                              "50,20", "--ttft-slo-s", "0.001")
+                              "/slow/v1/completions", *tiny, "--sweep-rates",
+                              "50,20", "--ttft-slo-s", "0.01")
         check("sweep: rising rates, no knee when every rate misses the SLO",
               rc == 0 and j is not None and j["knee"] is None and
               [p["request_rate"] for p in j["points"]] == [20, 50] and
@@ -221,7 +223,7 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         route = self.path.split("/")[1]
-        if route not in ("good", "malformed", "errevent", "stall"):
+        if route not in ("good", "slow", "malformed", "errevent", "stall"):
             return self.reply(500 if route == "error" else 404,
                               {"error": {"message": "fake failure"
                                          if route == "error" else "no"}})
@@ -241,6 +243,8 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
                 w.write(b'data: {"choices": [\n\n')
             if route == "errevent":
                 w.write(b'data: {"error": {"message": "engine died"}}\n\n')
+            if route == "slow":
+                time.sleep(0.05)
             n = req["max_tokens"]
             for i in range(n):
                 chunk = {"choices": [{"index": 0, "text": "t%d" % i}]}
