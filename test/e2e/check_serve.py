@@ -263,7 +263,18 @@ check("status line while busy", "generation" in log_text and "tok/s" in
 
 # API key, and a queue of one: 429 once a request waits.
 proc, port = start("--api-key", "sekret", "--max-running", "1",
-                   "--max-waiting", "1")
+                   "--max-waiting", "1", "--idle-timeout", "2")
+# A connection that sends nothing is closed after --idle-timeout.
+idle = socket.create_connection(("127.0.0.1", port))
+idle.settimeout(30)
+t0 = time.time()
+try:
+    closed = idle.recv(1) == b""
+except OSError:
+    closed = True
+check("an idle connection is closed after --idle-timeout",
+      closed and 1.5 < time.time() - t0 < 10, time.time() - t0)
+idle.close()
 auth = {"Authorization": "Bearer sekret"}
 busy = [threading.Thread(target=request, args=(
     port, "POST", "/v1/completions",

@@ -58,10 +58,18 @@ public:
                    [self = shared_from_this()](beast::error_code ec, size_t) {
                      self->onRead(ec);
                    });
+    // A connection that sends no whole request in time is closed: idle
+    // keep-alive connections and slow senders do not pile up.
+    timer_.expires_after(server_.options.idleTimeout);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec)
+        self->close();
+    });
   }
 
 private:
   void onRead(beast::error_code ec) {
+    timer_.cancel();
     if (ec == bh::error::end_of_stream || ec == asio::error::eof ||
         ec == asio::error::connection_reset ||
         ec == asio::error::operation_aborted)

@@ -84,6 +84,8 @@ struct ServerOptions {
   int threads = 2;                  // running the io_context
   int backlog = 4096;               // listen backlog
   std::chrono::milliseconds keepAlive{500};
+  /// A connection must send a whole request within this, else it is closed.
+  std::chrono::seconds idleTimeout{120};
   /// The response for a failure the server finds itself (404, 413, 400).
   std::function<Response(int status, const std::string &message)> error;
 };

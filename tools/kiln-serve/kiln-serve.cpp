@@ -56,6 +56,8 @@ const char *kUsage =
   --max-body BYTES          largest request body (default 4 MiB; 413 above)
   --max-waiting N           queued requests before 429 (default 1024)
   --http-threads N          threads serving connections (default 2)
+  --idle-timeout S          close a connection that sends no whole request
+                            for S seconds (default 120)
   --threads N               kernel threads (default: the CPUs allowed)
   --spec K                  MTP drafts per round (default: the artifact's;
                             0: off)
@@ -76,7 +78,7 @@ struct Options {
   std::string model, host = "127.0.0.1", portFile, servedName, apiKey;
   int port = 8000;
   int64_t maxBody = int64_t(4) << 20, maxWaiting = 1024, threads = 0, spec = -1,
-          logInterval = 5, httpThreads = 2;
+          logInterval = 5, httpThreads = 2, idleTimeout = 120;
   EngineOptions engine;
 };
 
@@ -110,6 +112,8 @@ Options parseArgs(int argc, char **argv) {
       o.maxBody = tools::bytesFlag(a, next());
     } else if (a == "--max-waiting") {
       o.maxWaiting = intFlag(a, next(), 1, 1 << 24);
+    } else if (a == "--idle-timeout") {
+      o.idleTimeout = intFlag(a, next(), 1, 86400);
     } else if (a == "--http-threads") {
       o.httpThreads = intFlag(a, next(), 1, 256);
     } else if (a == "--threads") {
@@ -298,6 +302,7 @@ int main(int argc, char **argv) {
   http::ServerOptions httpOptions;
   httpOptions.maxBody = size_t(o.maxBody);
   httpOptions.threads = int(o.httpThreads);
+  httpOptions.idleTimeout = std::chrono::seconds(o.idleTimeout);
   httpOptions.error = [](int status, const std::string &message) {
     return errorResponse({status, message});
   };
