@@ -233,6 +233,30 @@ check("a vanished client frees its pages",
       metric(port, "generation_tokens_total") - generated < 1000,
       metric(port, "generation_tokens_total") - generated)
 
+# The same for a request that is not streamed: the server watches its
+# socket while the answer is pending.
+generated = metric(port, "generation_tokens_total")
+sock = socket.create_connection(("127.0.0.1", port))
+req = json.dumps(dict(prompt=prompts[3]["token_ids"], max_tokens=1700,
+                      temperature=0, ignore_eos=True))
+sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+              "application/json\r\nContent-Length: %d\r\n\r\n%s" %
+              (len(req), req)).encode())
+for _ in range(400):
+    if metric(port, "generation_tokens_total") > generated:
+        break
+    time.sleep(0.01)
+sock.close()
+for _ in range(400):
+    if metric(port, "num_requests_running") == 0:
+        break
+    time.sleep(0.05)
+check("a vanished client of a whole response frees its pages",
+      metric(port, "num_requests_running") == 0 and
+      metric(port, "kv_cache_usage_perc") == 0 and
+      metric(port, "generation_tokens_total") - generated < 1000,
+      metric(port, "generation_tokens_total") - generated)
+
 # SIGTERM drains.
 holder = {}
 

@@ -115,8 +115,10 @@ private:
         });
       };
     }
-    if (!streaming_)
+    if (!streaming_) {
+      watchClose();
       return pump(false);
+    }
     head_.emplace(bh::status(res.status), version_);
     head_->set(bh::field::content_type, res.contentType);
     for (const auto &[k, v] : res.headers)
@@ -185,6 +187,23 @@ private:
                         std::move(then));
   }
 
+  /// A whole response writes nothing until it is complete: watch the socket
+  /// instead, so that a client that goes away cancels its request. Readable
+  /// with nothing to read is the end of the stream; bytes of a pipelined
+  /// request stay for the next read.
+  void watchClose() {
+    watching_ = true;
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this()](beast::error_code ec) {
+                         self->watching_ = false;
+                         if (ec || !self->pending_)
+                           return;
+                         beast::error_code e;
+                         if (self->socket_.available(e) == 0 || e)
+                           self->abandon();
+                       });
+  }
+
   /// Waits for a wake-up or the keep-alive tick.
   void arm() {
     timer_.expires_after(server_.options.keepAlive);
@@ -248,6 +267,11 @@ private:
     }
     pending_.reset();
     timer_.cancel();
+    if (watching_) { // only the watch is outstanding here
+      beast::error_code ec;
+      socket_.cancel(ec);
+      watching_ = false;
+    }
     head_.reset();
     serializer_.reset();
   }
@@ -279,7 +303,7 @@ private:
   std::array<char, 16384> scratch_;
   unsigned version_ = 11;
   bool keepAlive_ = false, streaming_ = false, writing_ = false,
-       linger_ = false;
+       linger_ = false, watching_ = false;
 };
 
 Response Server::Impl::dispatch(const Request &req) const {
