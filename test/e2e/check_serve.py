@@ -211,51 +211,59 @@ check("metrics: histograms and finish reasons",
       'kiln:request_success_total{model_name="m",finished_reason="length"}'
       in page and 'le="+Inf"' in page, page[:400])
 
-# A client that vanishes mid-stream (1,700 tokens asked: it is cut short).
-generated = metric(port, "generation_tokens_total")
-sock = socket.create_connection(("127.0.0.1", port))
-req = json.dumps(dict(prompt=prompts[3]["token_ids"], max_tokens=1700,
-                      temperature=0, ignore_eos=True, stream=True))
-sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-              "application/json\r\nContent-Length: %d\r\n\r\n%s" %
-              (len(req), req)).encode())
-got = b""
-while got.count(b"data: ") < 3:
-    got += sock.recv(4096)
-sock.close()
-for _ in range(400):
-    if metric(port, "num_requests_running") == 0:
-        break
-    time.sleep(0.05)
-check("a vanished client frees its pages",
-      metric(port, "num_requests_running") == 0 and
-      metric(port, "kv_cache_usage_perc") == 0 and
-      metric(port, "generation_tokens_total") - generated < 1000,
-      metric(port, "generation_tokens_total") - generated)
 
-# The same for a request that is not streamed: the server watches its
-# socket while the answer is pending.
-generated = metric(port, "generation_tokens_total")
-sock = socket.create_connection(("127.0.0.1", port))
-req = json.dumps(dict(prompt=prompts[3]["token_ids"], max_tokens=1700,
-                      temperature=0, ignore_eos=True))
-sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-              "application/json\r\nContent-Length: %d\r\n\r\n%s" %
-              (len(req), req)).encode())
-for _ in range(400):
-    if metric(port, "generation_tokens_total") > generated:
-        break
-    time.sleep(0.01)
-sock.close()
-for _ in range(400):
-    if metric(port, "num_requests_running") == 0:
-        break
-    time.sleep(0.05)
+
+def vanish(stream):
+    """Sends a 1,700-token request on a raw socket and closes it once the
+    request is under way (streamed: after 3 events; whole: after the first
+    token); true when the server then frees its pages with the request cut
+    short."""
+    generated = metric(port, "generation_tokens_total")
+    sock = socket.create_connection(("127.0.0.1", port))
+    req = json.dumps(dict(prompt=prompts[3]["token_ids"], max_tokens=1700,
+                          temperature=0, ignore_eos=True, stream=stream))
+    sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  "application/json\r\nContent-Length: %d\r\n\r\n%s" %
+                  (len(req), req)).encode())
+    got = b""
+    while stream and got.count(b"data: ") < 3:
+        got += sock.recv(4096)
+    for _ in range(400):
+        if stream or metric(port, "generation_tokens_total") > generated:
+            break
+        time.sleep(0.01)
+    sock.close()
+    for _ in range(400):
+        if metric(port, "num_requests_running") == 0:
+            break
+        time.sleep(0.05)
+    made = metric(port, "generation_tokens_total") - generated
+    return (metric(port, "num_requests_running") == 0 and
+            metric(port, "kv_cache_usage_perc") == 0 and made < 1000), made
+
+
+# A client that vanishes mid-stream (1,700 tokens asked: it is cut short);
+# the same for a request that is not streamed: the server watches its socket
+# while the answer is pending.
+check("a vanished client frees its pages", *vanish(True))
 check("a vanished client of a whole response frees its pages",
-      metric(port, "num_requests_running") == 0 and
-      metric(port, "kv_cache_usage_perc") == 0 and
-      metric(port, "generation_tokens_total") - generated < 1000,
-      metric(port, "generation_tokens_total") - generated)
+      *vanish(False))
+
+# The HTTP layer's own refusals: an unknown route, a request that is no HTTP.
+s, e = request(port, "GET", "/nope")
+check("unknown route -> 404", s == 404 and "no route GET /nope" in
+      e["error"]["message"], (s, e))
+raw = socket.create_connection(("127.0.0.1", port))
+raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+answer = b""
+while True:
+    piece = raw.recv(4096)
+    if not piece:
+        break
+    answer += piece
+raw.close()
+check("malformed HTTP -> 400", answer.startswith(b"HTTP/1.1 400") and
+      b"malformed HTTP request" in answer, answer[:200])
 
 # SIGTERM drains.
 holder = {}

@@ -1,6 +1,7 @@
 """What the kiln-serve end-to-end scripts share: starting a server on a free
 loopback port and waiting for it to be healthy, plain HTTP requests through
 http.client, reading a /metrics value, and one line per check."""
+import atexit
 import http.client
 import json
 import os
@@ -45,6 +46,12 @@ def metric(port, name, headers=None):
     return None
 
 
+def _kill(p):
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
 def start_server(serve, artifact, work, *extra, log_name="serve.log"):
     """Starts kiln-serve on a free loopback port; (process, port) once
     /health says 200. Exits the script if the server dies or stays unready."""
@@ -55,6 +62,7 @@ def start_server(serve, artifact, work, *extra, log_name="serve.log"):
     p = subprocess.Popen([serve, artifact, "--port", "0", "--port-file",
                           port_file, "--threads", "2"] + list(extra),
                          stdout=log, stderr=log)
+    atexit.register(_kill, p)  # also when the script dies of an exception
     for _ in range(1200):
         if os.path.exists(port_file) and open(port_file).read().strip():
             port = int(open(port_file).read())

@@ -10,24 +10,11 @@ using namespace kiln::serve;
 
 namespace {
 
-int64_t unixTime() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string dump(const api::Json &j) {
   return j.dump(-1, ' ', false, api::Json::error_handler_t::replace);
 }
 
 std::string sse(const api::Json &j) { return "data: " + dump(j) + "\n\n"; }
-
-http::Response errorResponse(const api::ApiError &e) {
-  http::Response r;
-  r.status = e.status;
-  r.body = dump(e.body());
-  return r;
-}
 
 } // namespace
 
@@ -35,6 +22,23 @@ double kiln::serve::steadySeconds() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+int64_t kiln::serve::unixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+http::Response kiln::serve::jsonResponse(int status, const api::Json &j) {
+  http::Response r;
+  r.status = status;
+  r.body = dump(j);
+  return r;
+}
+
+http::Response kiln::serve::errorResponse(const api::ApiError &e) {
+  return jsonResponse(e.status, e.body());
 }
 
 Completion::Completion(api::Route route, api::ApiRequest request,
@@ -65,7 +69,7 @@ http::Response Completion::start() {
   id_ = *id;
   rid_ = (route_ == api::Route::Completions ? "cmpl-" : "chatcmpl-") +
          std::to_string(id_);
-  created_ = unixTime();
+  created_ = unixSeconds();
   // The parser is built before the id is known: tool call ids carry it.
   request_.output.idPrefix = "call_" + std::to_string(id_) + "_";
   parser_ = api::GlmOutputParser(request_.output);

@@ -74,6 +74,13 @@ private:
 
 /// Seconds on a steady clock.
 double steadySeconds();
+/// Seconds since the Unix epoch (OpenAI's `created`).
+int64_t unixSeconds();
+
+/// JSON as the body of a response with `status`.
+http::Response jsonResponse(int status, const api::Json &j);
+/// An OpenAI error object with its status.
+http::Response errorResponse(const api::ApiError &e);
 
 } // namespace kiln::serve
 

@@ -9,7 +9,10 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <thread>
+
+#include <sys/socket.h>
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -188,20 +191,30 @@ private:
   }
 
   /// A whole response writes nothing until it is complete: watch the socket
-  /// instead, so that a client that goes away cancels its request. Readable
-  /// with nothing to read is the end of the stream; bytes of a pipelined
-  /// request stay for the next read.
+  /// instead, so that a client that goes away cancels its request. A peek
+  /// that reads 0 bytes is the end of the stream; bytes of a pipelined
+  /// request stay for the next read; nothing to read (a readiness report
+  /// that was stale) watches again.
   void watchClose() {
     watching_ = true;
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = shared_from_this()](beast::error_code ec) {
-                         self->watching_ = false;
-                         if (ec || !self->pending_)
-                           return;
-                         beast::error_code e;
-                         if (self->socket_.available(e) == 0 || e)
-                           self->abandon();
-                       });
+    const uint64_t generation = ++watchGeneration_;
+    socket_.async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this(), generation](beast::error_code ec) {
+          if (generation != self->watchGeneration_)
+            return; // a watch of an earlier response
+          self->watching_ = false;
+          if (ec || !self->pending_)
+            return;
+          char c;
+          const ssize_t n = ::recv(self->socket_.native_handle(), &c, 1,
+                                   MSG_PEEK | MSG_DONTWAIT);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                         errno != EINTR))
+            return self->abandon();
+          if (n < 0)
+            self->watchClose();
+        });
   }
 
   /// Waits for a wake-up or the keep-alive tick.
@@ -271,6 +284,7 @@ private:
       beast::error_code ec;
       socket_.cancel(ec);
       watching_ = false;
+      ++watchGeneration_;
     }
     head_.reset();
     serializer_.reset();
@@ -304,6 +318,7 @@ private:
   unsigned version_ = 11;
   bool keepAlive_ = false, streaming_ = false, writing_ = false,
        linger_ = false, watching_ = false;
+  uint64_t watchGeneration_ = 0;
 };
 
 Response Server::Impl::dispatch(const Request &req) const {

@@ -18,7 +18,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/engine/Model.h"
 #include "runtime/serve/EngineLoop.h"
 #include "tools/common/ArgParse.h"
@@ -27,9 +26,6 @@
 #include "tools/kiln-serve/OpenAiApi.h"
 #include "tools/kiln-serve/ServerMetrics.h"
 
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -162,23 +158,6 @@ Options parseArgs(int argc, char **argv) {
 std::atomic<int> gSignal{0};
 void onSignal(int sig) { gSignal = sig; }
 
-int64_t unixTime() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-http::Response jsonResponse(int status, const api::Json &j) {
-  http::Response r;
-  r.status = status;
-  r.body = j.dump(-1, ' ', false, api::Json::error_handler_t::replace);
-  return r;
-}
-
-http::Response errorResponse(const api::ApiError &e) {
-  return jsonResponse(e.status, e.body());
-}
-
 /// The routes, before and after the model is loaded.
 class Server {
 public:
@@ -267,7 +246,7 @@ private:
   api::ApiContext ctx_;
   api::ServerMetrics metrics_;
   std::atomic<bool> ready_{false}, draining_{false};
-  int64_t started_ = unixTime();
+  int64_t started_ = unixSeconds();
 };
 
 /// Loads the model and starts the engine; an error message on failure.

@@ -391,6 +391,14 @@ TEST_F(EngineTest, RefusesWhatCanNeverRunAndServesTheRest) {
   }
   EXPECT_FALSE((*e)->submit(greedy({}, 4)).isOk());
   EXPECT_FALSE((*e)->submit(greedy({1, 999999}, 4)).isOk());
+  RequestParams manyTop = greedy(g.prompts[0], 4);
+  manyTop.logprobs = 5000;
+  auto tooManyTop = (*e)->submit(manyTop);
+  ASSERT_FALSE(tooManyTop.isOk());
+  EXPECT_NE(tooManyTop.status().message().find(
+                "top logprobs 5000 exceed the vocabulary of 2048"),
+            std::string::npos)
+      << tooManyTop.status().message();
   (*e)->runToCompletion();
   bool found = false;
   for (RequestOutput &out : (*e)->takeFinished())

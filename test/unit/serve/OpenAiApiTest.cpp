@@ -21,29 +21,84 @@ ApiRequest parse(Route route, const std::string &body, ApiError &error) {
 }
 
 TEST(OpenAiApi, RefusalsNameTheField) {
-  const std::pair<Route, const char *> refused[] = {
-      // An empty prompt, however it is written (found by fuzz_openai_request).
-      {Route::Completions, R"({"prompt": ""})"},
-      {Route::Completions, R"({"prompt": [""]})"},
-      {Route::Completions, R"({"prompt": []})"},
-      {Route::Completions, R"({"prompt": "x", "logprobs": 21})"},
-      {Route::Completions, R"({"prompt": "x", "max_tokens": 0})"},
-      {Route::Chat, R"({"messages": [{"role": "user", "content": "x"}],
-                         "top_logprobs": 2})"},
-      {Route::Chat, R"({"messages": [{"role": "user", "content": "x"}],
-                         "tools": [{"type": "function", "function": {"name": "f"}}],
-                         "tool_choice": "required"})"},
-      {Route::Chat, R"({"messages": []})"},
-      // Fields of the wrong type inside tools and content parts (found by
-      // fuzz_openai_request: json::value() threw).
-      {Route::Chat, R"({"messages": [{"role": "user", "content": "x"}],
-                         "tools": [{"type": {"name": "f"}}]})"},
+  const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+  const std::string tool =
+      R"("tools": [{"type": "function", "function": {"name": "f"}}])";
+  struct Refused {
+    Route route;
+    std::string body, says;
   };
-  for (const auto &[route, body] : refused) {
+  const Refused refused[] = {
+      {Route::Completions, "{oops", "not valid JSON"},
+      {Route::Completions, "[1]", "must be a JSON object"},
+      {Route::Completions, R"({"max_tokens": 3})", "'prompt' is required"},
+      // An empty prompt, however it is written (found by fuzz_openai_request).
+      {Route::Completions, R"({"prompt": ""})", "'prompt' is empty"},
+      {Route::Completions, R"({"prompt": [""]})", "'prompt' is empty"},
+      {Route::Completions, R"({"prompt": []})", "'prompt' is empty"},
+      {Route::Completions, R"({"prompt": {"a": 1}})",
+       "'prompt' must be a string or a list of token ids"},
+      {Route::Completions, R"({"prompt": [1, "a"]})",
+       "token ids must be integers"},
+      {Route::Completions, R"({"prompt": [-1]})",
+       "token id -1 is out of range"},
+      {Route::Completions, R"({"prompt": "x", "logprobs": 21})",
+       "'logprobs' must be an integer from 0 to 20"},
+      {Route::Completions, R"({"prompt": "x", "max_tokens": 0})",
+       "'max_tokens' must be at least 1"},
+      {Route::Completions, R"({"prompt": "x", "top_k": "3"})",
+       "'top_k' has the wrong type"},
+      {Route::Completions, R"({"prompt": "x", "n": 2})", "'n' must be 1"},
+      {Route::Completions, R"({"prompt": "x", "stop": 3})",
+       "'stop' must be a string or a list of strings"},
+      {Route::Completions, R"({"prompt": "x", "stop": ["a", 3]})",
+       "'stop' must be a string or a list of strings"},
+      {Route::Chat, R"({"messages": []})",
+       "'messages' must be a non-empty list"},
+      {Route::Chat, R"({"messages": [{"content": "x"}]})",
+       "each message needs a string 'role'"},
+      {Route::Chat, R"({"messages": [{"role": "robot", "content": "x"}]})",
+       "unknown message role 'robot'"},
+      {Route::Chat, R"({"messages": [{"role": "user", "content": 3}]})",
+       "'content' must be a string or a list"},
+      {Route::Chat, "{" + user + R"(, "logprobs": 1})",
+       "'logprobs' must be a boolean"},
+      {Route::Chat, "{" + user + R"(, "top_logprobs": 2})",
+       "'top_logprobs' needs 'logprobs': true"},
+      {Route::Chat, "{" + user + R"(, "chat_template_kwargs": 1})",
+       "'chat_template_kwargs' must be an object"},
+      {Route::Chat,
+       "{" + user + R"(, "chat_template_kwargs": {"enable_thinking": 1}})",
+       "'enable_thinking' must be a boolean"},
+      {Route::Chat, "{" + user + "," + tool + R"(, "tool_choice": "required"})",
+       "'tool_choice' \"required\" is not supported"},
+      {Route::Chat,
+       "{" + user + "," + tool +
+           R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})",
+       "(a forced call) is not supported"},
+      {Route::Chat, "{" + user + R"(, "tools": {}})", "'tools' must be a list"},
+      // Fields of the wrong type inside tools (found by fuzz_openai_request:
+      // json::value() threw).
+      {Route::Chat, "{" + user + R"(, "tools": [{"type": {"name": "f"}}]})",
+       "each tool must be"},
+      {Route::Chat,
+       R"({"messages": [{"role": "assistant", "content": "", "tool_calls": 1}]})",
+       "'tool_calls' must be a list"},
+      {Route::Chat,
+       R"({"messages": [{"role": "assistant", "content": "",
+                          "tool_calls": [{"function": {}}]}]})",
+       "each tool call needs a 'function' with a 'name'"},
+      {Route::Chat,
+       R"({"messages": [{"role": "assistant", "content": "", "tool_calls":
+           [{"function": {"name": "f", "arguments": "[1]"}}]}]})",
+       "tool call 'f': 'arguments' must be a JSON object"},
+  };
+  for (const Refused &r : refused) {
     ApiError error;
-    parse(route, body, error);
-    EXPECT_EQ(error.status, 400) << body;
-    EXPECT_FALSE(error.message.empty()) << body;
+    parse(r.route, r.body, error);
+    EXPECT_EQ(error.status, 400) << r.body;
+    EXPECT_NE(error.message.find(r.says), std::string::npos)
+        << r.body << "\n  said: " << error.message;
   }
   ApiError error;
   parse(Route::Completions, R"({"prompt": "x", "model": "other"})", error);
