@@ -97,8 +97,8 @@ void walk(const Artifact &art) {
     for (uint32_t d = 0; d < count(plan.dispatches()); ++d) {
       const fb::Dispatch &dis = *plan.dispatches()->Get(d);
       KILN_FUZZ_CHECK(dis.kernel() < kernels, "dispatch kernel");
-      for (uint32_t j = 0; j < count(dis.ints()); ++j)
-        sink = sink + static_cast<uint8_t>(dis.ints()->Get(j));
+      if (const auto *moe = dis.params_as_MoeParams())
+        sink = sink + static_cast<uint8_t>(moe->top_k());
       for (uint32_t a = 0; a < count(dis.args()); ++a) {
         const fb::Arg &arg = *dis.args()->Get(a);
         uint32_t limit = arg.kind() == fb::ArgKind::Buffer   ? buffers

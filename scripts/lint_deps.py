@@ -30,6 +30,7 @@ SCHEMA = {
     "runtime/artifact/kiln_artifact_generated.h",
     "runtime/artifact/ArtifactFormat.h",
     "runtime/artifact/ArtifactWriter.h",
+    "runtime/artifact/KernelParamsFb.h",
     "runtime/artifact/TokenizerTable.h",
 }
 

@@ -3,6 +3,7 @@
 #include "frontends/glm/Config.h"
 
 #include "frontends/glm/JsonFields.h"
+#include "support/abi/MoeRules.h"
 
 #include <cmath>
 #include <filesystem>
@@ -367,21 +368,13 @@ Status ConfigParser::parseTokens() {
 }
 
 Status ConfigParser::checkMoe() const {
-  if (c_.numExpertsPerTok > c_.nRoutedExperts)
-    return f_.error("num_experts_per_tok",
-                    "expected at most n_routed_experts"
-                    " (",
-                    c_.nRoutedExperts, "), found ", c_.numExpertsPerTok);
-  if (c_.nRoutedExperts % c_.nGroup != 0)
-    return f_.error("n_group", c_.nGroup, " does not divide n_routed_experts ",
-                    c_.nRoutedExperts);
-  if (c_.topkGroup > c_.nGroup)
-    return f_.error("topk_group", "expected at most n_group (", c_.nGroup,
-                    "), found ", c_.topkGroup);
-  int64_t selectable = c_.topkGroup * (c_.nRoutedExperts / c_.nGroup);
-  if (c_.numExpertsPerTok > selectable)
-    return f_.error("num_experts_per_tok", c_.numExpertsPerTok, " exceeds the ",
-                    selectable, " experts in topk_group groups");
+  // The router's rule (support/abi/MoeRules.h), named by config.json keys.
+  abi::MoeRouting routing{c_.nRoutedExperts, c_.numExpertsPerTok, c_.nGroup,
+                          c_.topkGroup};
+  if (abi::MoeRuleError rule = abi::checkMoeRouting(routing))
+    return f_.error(rule.field == "top_k" ? "num_experts_per_tok"
+                                          : rule.field.c_str(),
+                    rule.field, " ", rule.message);
   if (c_.numAttentionHeads % c_.numKeyValueHeads != 0)
     return f_.error("num_key_value_heads", c_.numKeyValueHeads,
                     " does not divide num_attention_heads ",

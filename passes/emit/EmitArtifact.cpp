@@ -13,6 +13,7 @@
 #include "passes/emit/PlanBuilder.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/ArtifactWriter.h"
+#include "runtime/artifact/KernelParamsFb.h"
 #include "runtime/artifact/TokenizerTable.h"
 #include "support/tokenizer/TokenizerData.h"
 
@@ -97,14 +98,14 @@ flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
     for (const ArgSpec &a : d.args)
       args.emplace_back(static_cast<fb::ArgKind>(a.kind), a.index);
     auto argsVec = fbb.CreateVectorOfStructs(args);
-    auto ints = fbb.CreateVector(d.ints);
-    auto floats = fbb.CreateVector(d.floats);
+    auto [paramsType, params] = abi::writeParams(fbb, d.params);
     auto loc = fbb.CreateString(d.location);
     fb::DispatchBuilder db(fbb);
     db.add_kernel(kernelOf[i]);
     db.add_args(argsVec);
-    db.add_ints(ints);
-    db.add_floats(floats);
+    db.add_params_type(paramsType);
+    if (!params.IsNull())
+      db.add_params(params);
     db.add_location(loc);
     dispatches.push_back(db.Finish());
   }
@@ -139,14 +140,14 @@ buildGpuSymbol(flatbuffers::FlatBufferBuilder &fbb, const GpuCodeObject &object,
       div.push_back(g.div);
       rowsOf.push_back(g.rowsOf);
     }
-    std::vector<uint32_t> args;
+    std::vector<fb::GpuArg> args;
     for (const GpuArgRef &a : l.args)
-      args.push_back(a.encode());
+      args.push_back(a.toArtifact());
     auto symbol = fbb.CreateString(binaries[i].symbol);
     auto mulV = fbb.CreateVector(mul), addV = fbb.CreateVector(add),
          divV = fbb.CreateVector(div);
     auto rowsOfV = fbb.CreateVector(rowsOf);
-    auto argV = fbb.CreateVector(args);
+    auto argV = fbb.CreateVectorOfStructs(args);
     fb::GpuLaunchBuilder lb(fbb);
     lb.add_symbol(symbol);
     lb.add_workgroup_size(binaries[i].workgroupSize);

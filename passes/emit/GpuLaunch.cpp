@@ -15,7 +15,7 @@ std::string GpuDispatchLowering::key() const {
     for (const GpuGridAxis &g : l.grid)
       os << g.mul << "," << g.add << "," << g.div << "," << g.rowsOf << ";";
     for (const GpuArgRef &a : l.args)
-      os << a.encode() << ",";
+      os << int(a.part) << ":" << a.index << ",";
     os << ")";
   }
   for (const GpuScratchSpec &s : scratch)

@@ -1,6 +1,6 @@
 //===- GpuLaunch.h - How one plan dispatch runs on a GPU -----------------===//
 //
-// A dispatch of a plan (KernelAbi.h) runs on a GPU as one or more kernel
+// A dispatch of a plan (Kernels.td) runs on a GPU as one or more kernel
 // launches. The compiler decides them here, once per dispatch shape, and
 // writes them into the artifact's KernelSymbol.launches; the runtime's HIP
 // plan device (runtime/hip/HipPlanDevice) then only binds pointers and
@@ -30,6 +30,7 @@
 #include "passes/codegen/rocdl/KernelSpec.h"
 #include "passes/emit/PlanBuilder.h"
 #include "passes/emit/WeightStreamer.h"
+#include "runtime/artifact/kiln_artifact_generated.h"
 
 #include <array>
 #include <optional>
@@ -38,24 +39,14 @@
 
 namespace kiln::emit {
 
+/// A GPU kernel argument: the artifact's GpuArg (kiln_artifact.fbs documents
+/// the parts; RawData of an MXFP4 weight is the checkpoint layout, row-major
+/// [.., N, K/2], and RawScales [.., N, K/32] E8M0).
 struct GpuArgRef {
-  enum class Part : uint8_t {
-    Data = 0,          // dispatch argument `index`
-    Scales = 1,        // dispatch argument `index`, a weight: its scales
-    Scratch = 2,       // scratch buffer `index`
-    Rows = 3,          // i32 R
-    CacheCapacity = 4, // i32 positions per cache slot
-    RawData = 5,       // dispatch argument `index`, a weight: its bytes in
-                       // the artifact's own layout (MXFP4: checkpoint
-                       // layout, row-major [.., N, K/2]) even when a GPU copy
-                       // exists
-    RawScales = 6,     // the same for its scales ([.., N, K/32] E8M0)
-    RowsOf = 7,        // i32 row count of dispatch argument `index`
-  };
+  using Part = fb::GpuArgPart;
   Part part = Part::Data;
   uint32_t index = 0;
-  /// The artifact's encoding: index * 8 + part.
-  uint32_t encode() const { return index * 8 + uint32_t(part); }
+  fb::GpuArg toArtifact() const { return fb::GpuArg(part, index); }
 };
 
 /// Convenience constructors for the lowering functions.

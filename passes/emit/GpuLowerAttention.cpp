@@ -38,9 +38,10 @@ std::optional<GpuDispatchLowering> lowerKvAppend(const GpuDispatchContext &c) {
 std::optional<GpuDispatchLowering> lowerGqa(const GpuDispatchContext &c) {
   const DispatchSpec &d = c.dispatch;
   if (!c.isBuffer(0) || !c.isCache(1) || !c.isCache(2) || !c.isBuffer(3) ||
-      !c.isBuffer(4) || !c.isBuffer(5) || d.ints.empty() || d.floats.empty())
+      !c.isBuffer(4) || !c.isBuffer(5))
     return std::nullopt;
-  int64_t qh = d.ints[0];
+  const auto &p = d.get<abi::GqaAttentionParams>();
+  int64_t qh = p.qHeads;
   const CacheSpec &k = c.cache(1), &v = c.cache(2);
   if (qh <= 0 || c.bufferElems(0) % qh != 0 || k.bf16 != v.bf16)
     return std::nullopt;
@@ -56,7 +57,7 @@ std::optional<GpuDispatchLowering> lowerGqa(const GpuDispatchContext &c) {
   GpuLaunchSpec l;
   l.spec.kind = KernelKind::GqaAttention;
   l.spec.set("qh", qh).set("kvh", kvh).set("d", dim).set("dv", dv);
-  l.spec.set("bf", k.bf16).setFloat("scale", d.floats[0]);
+  l.spec.set("bf", k.bf16).setFloat("scale", p.scale);
   // 128 VGPRs, as the MLA attention.
   l.spec.set("waves", 4);
   l.grid = {gridPerRow(), gridFixed(qh), gridFixed(1)};
@@ -70,10 +71,11 @@ std::optional<GpuDispatchLowering> lowerGqa(const GpuDispatchContext &c) {
 std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   const DispatchSpec &d = c.dispatch;
   if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isWeight(2) || !c.isCache(3) ||
-      !c.isBuffer(4) || !c.isBuffer(5) || !c.isBuffer(7) || d.ints.empty() ||
-      d.floats.empty() || (!c.isBuffer(6) && !c.isNone(6)))
+      !c.isBuffer(4) || !c.isBuffer(5) || !c.isBuffer(7) ||
+      (!c.isBuffer(6) && !c.isNone(6)))
     return std::nullopt;
-  int64_t h = d.ints[0];
+  const auto &p = d.get<abi::MlaAttentionParams>();
+  int64_t h = p.heads;
   const WeightSpec &w = c.weight(2);
   if (h <= 0 || w.shape.size() != 2 || w.experts > 0 ||
       c.bufferElems(0) % h != 0 || c.bufferElems(1) % h != 0 ||
@@ -128,7 +130,7 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   GpuLaunchSpec attend;
   attend.spec = shape;
   attend.spec.set("s", 1).set("bf", cache.bf16).set("k", k);
-  attend.spec.setFloat("scale", d.floats[0]);
+  attend.spec.setFloat("scale", p.scale);
   // 128 VGPRs: small shapes unroll the key loops into more than 64.
   attend.spec.set("waves", 4);
   attend.grid = {gridPerRow(), gridFixed(h), gridFixed(1)};
@@ -157,9 +159,10 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
 std::optional<GpuDispatchLowering> lowerIndexer(const GpuDispatchContext &c) {
   const DispatchSpec &d = c.dispatch;
   if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isCache(2) || !c.isBuffer(3) ||
-      !c.isBuffer(4) || !c.isBuffer(5) || d.ints.size() < 2 || d.floats.empty())
+      !c.isBuffer(4) || !c.isBuffer(5))
     return std::nullopt;
-  int64_t k = d.ints[0], h = d.ints[1];
+  const auto &p = d.get<abi::IndexerTopKParams>();
+  int64_t k = p.k, h = p.heads;
   if (k <= 0 || h <= 0 || c.bufferElems(0) % h != 0 || c.bufferElems(1) != h ||
       c.bufferElems(5) != k)
     return std::nullopt;
@@ -176,7 +179,7 @@ std::optional<GpuDispatchLowering> lowerIndexer(const GpuDispatchContext &c) {
   int64_t sp = c.plan.name == "decode" ? 64 : 8;
   score.spec.kind = KernelKind::IndexerTopK;
   score.spec.set("s", 0).set("h", h).set("d", dim).set("bf", cache.bf16);
-  score.spec.set("sp", sp).setFloat("scale", d.floats[0]);
+  score.spec.set("sp", sp).setFloat("scale", p.scale);
   // One accumulator per head: 128 VGPRs.
   score.spec.set("waves", 4);
   score.grid = {gridPerRow(), gridFixed(sp), gridFixed(1)};

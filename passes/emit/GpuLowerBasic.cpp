@@ -48,11 +48,11 @@ kiln::emit::lowerBasicDispatch(const GpuDispatchContext &c) {
     break;
   }
   case abi::Kernel::RmsNorm:
-    if (!c.isBuffer(0) || !c.isWeight(1) || !c.isBuffer(2) || d.floats.empty())
+    if (!c.isBuffer(0) || !c.isWeight(1) || !c.isBuffer(2))
       return std::nullopt;
     s.kind = KernelKind::RmsNorm;
     s.cols = c.weight(1).shape.back();
-    s.eps = d.floats[0];
+    s.eps = d.get<abi::RmsNormParams>().eps;
     if (s.cols <= 0 || c.bufferElems(0) % s.cols != 0)
       return std::nullopt;
     l.grid[0] = gridPerRow(c.bufferElems(0) / s.cols);
@@ -71,17 +71,17 @@ kiln::emit::lowerBasicDispatch(const GpuDispatchContext &c) {
     break;
   case abi::Kernel::Rope:
     if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isBuffer(2) ||
-        d.ints.size() < 4 || d.floats.empty() || d.ints[3] <= 0)
+        d.get<abi::RopeParams>().heads <= 0)
       return std::nullopt;
     s.kind = KernelKind::Rope;
-    s.neox = d.ints[0] == 1;
-    s.offset = d.ints[1];
-    s.rotaryDim = d.ints[2];
-    s.heads = d.ints[3];
+    s.neox = d.get<abi::RopeParams>().style == 1;
+    s.offset = d.get<abi::RopeParams>().offset;
+    s.rotaryDim = d.get<abi::RopeParams>().rotaryDim;
+    s.heads = d.get<abi::RopeParams>().heads;
     if (c.bufferElems(0) % s.heads != 0)
       return std::nullopt;
     s.headDim = c.bufferElems(0) / s.heads;
-    s.theta = d.floats[0];
+    s.theta = d.get<abi::RopeParams>().theta;
     l.grid[0] = gridPerRow();
     l.args = {argData(0), argData(1), argData(2)};
     break;

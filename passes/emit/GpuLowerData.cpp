@@ -87,27 +87,26 @@ struct Lowerer {
 
   std::optional<GpuLaunchSpec> layerNorm() const {
     if (!buffers({0, 3}) || !c.isWeight(1) || !c.isWeight(2) ||
-        d.floats.empty() || c.weight(1).shape.size() != 1 ||
-        c.weight(2).shape != c.weight(1).shape)
+        c.weight(1).shape.size() != 1 || c.weight(2).shape != c.weight(1).shape)
       return std::nullopt;
     std::optional<GpuLaunchSpec> l = rowLaunch(
         KernelKind::LayerNorm, c.bufferElems(0), c.weight(1).shape[0]);
     if (!l)
       return std::nullopt;
-    l->spec.setFloat("eps", d.floats[0]);
+    l->spec.setFloat("eps", d.get<abi::LayerNormParams>().eps);
     l->args = {argData(0), argData(1), argData(2), argData(3)};
     return l;
   }
 
   std::optional<GpuLaunchSpec> unary(int64_t op) const {
-    if (!buffers({0, 1}) || (op == 3 && d.floats.empty()))
+    if (!buffers({0, 1}))
       return std::nullopt;
     int64_t elems = c.bufferElems(0), w = widthFor(elems);
     GpuLaunchSpec l;
     l.spec.kind = KernelKind::Unary;
     l.spec.set("op", op).set("c", elems).set("w", w);
     if (op == 3)
-      l.spec.setFloat("s", d.floats[0]);
+      l.spec.setFloat("s", d.get<abi::ScaleParams>().factor);
     l.grid[0] = flatGrid(elems, w);
     l.args = {argData(0), argData(1), argRows()};
     return l;
@@ -164,24 +163,21 @@ struct Lowerer {
     if (!l)
       return std::nullopt;
     if (kind == KernelKind::Normalize) {
-      if (d.floats.empty())
-        return std::nullopt;
-      l->spec.setFloat("eps", d.floats[0]);
+      l->spec.setFloat("eps", d.get<abi::NormalizeParams>().eps);
     }
     if (kind == KernelKind::GroupLimit) {
-      if (d.ints.size() < 2)
-        return std::nullopt;
-      l->spec.set("g", d.ints[0]).set("k", d.ints[1]);
+      const auto &p = d.get<abi::GroupLimitParams>();
+      l->spec.set("g", p.nGroup).set("k", p.topkGroup);
     }
     l->args = {argData(0), argData(1)};
     return l;
   }
 
   std::optional<GpuLaunchSpec> topK() const {
-    if (!buffers({0, 1, 2}) || d.ints.empty() || d.ints[0] < 1 ||
-        c.bufferElems(1) % d.ints[0] != 0)
+    int64_t k = d.get<abi::TopKParams>().k;
+    if (!buffers({0, 1, 2}) || k < 1 || c.bufferElems(1) % k != 0)
       return std::nullopt;
-    int64_t k = d.ints[0], groups = c.bufferElems(1) / k;
+    int64_t groups = c.bufferElems(1) / k;
     if (groups < 1 || c.bufferElems(0) % groups != 0)
       return std::nullopt;
     std::optional<GpuLaunchSpec> l = rowLaunch(
@@ -225,10 +221,11 @@ struct Lowerer {
   /// One strided block copy per piece (PlanRunner's Split/Concat).
   std::optional<GpuDispatchLowering> splitConcat(bool split) const {
     size_t n = c.argCount();
-    if (n < 2 || d.ints.size() < 2 || d.ints[1] < 1)
+    int64_t outer = split ? d.get<abi::SplitParams>().outer
+                          : d.get<abi::ConcatParams>().outer;
+    if (n < 2 || outer < 1)
       return std::nullopt;
     size_t whole = split ? 0 : n - 1;
-    int64_t outer = d.ints[1];
     for (size_t i = 0; i < n; ++i)
       if (!c.isBuffer(i) || c.bufferElems(i) % outer != 0)
         return std::nullopt;

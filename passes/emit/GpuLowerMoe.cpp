@@ -103,7 +103,7 @@ std::optional<GpuDispatchLowering>
 kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
   const DispatchSpec &d = c.dispatch;
   if (d.kernel != abi::Kernel::Moe || c.argCount() < 10 || !c.isBuffer(0) ||
-      !c.isBuffer(9) || d.ints.size() < 5 || d.floats.empty())
+      !c.isBuffer(9))
     return std::nullopt;
   for (size_t i = 1; i <= 5; ++i)
     if (!c.isWeight(i))
@@ -137,8 +137,9 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
   if (c.bufferElems(0) != h || c.bufferElems(9) != h)
     return std::nullopt;
 
-  int64_t topk = d.ints[0], groups = d.ints[1], topkGroup = d.ints[2],
-          norm = d.ints[3];
+  const auto &p = d.get<abi::MoeParams>();
+  int64_t topk = p.topK, groups = p.nGroup, topkGroup = p.topkGroup,
+          norm = p.normTopkProb ? 1 : 0;
   bool decode = c.plan.name == "decode";
   int64_t mTiles = decode ? 1 : 2, bm = kTile * mTiles;
 
@@ -175,7 +176,7 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
       .set("topkgroup", topkGroup)
       .set("norm", norm != 0)
       .set("rbf", routerStored.dtype == fb::DType::BF16)
-      .setFloat("scale", d.floats[0]);
+      .setFloat("scale", p.scale);
   add(route, {gridPerRow(), gridFixed(1), gridFixed(1)},
       {argData(0), argData(1), argData(2), argScratch(kIds),
        argScratch(kWeights)});

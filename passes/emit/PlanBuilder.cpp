@@ -179,8 +179,8 @@ private:
   ArgSpec buffer(Value v) { return {ArgKind::Buffer, bufferOf_.lookup(v)}; }
   uint8_t rowsOf(Value v) { return rowsOf_.lookup(v); }
   Status lower(Operation *op, int64_t position);
-  void emit(Kernel kernel, Operation *op, std::vector<ArgSpec> args,
-            std::vector<int64_t> ints = {}, std::vector<float> floats = {});
+  Status emit(Kernel kernel, Operation *op, std::vector<ArgSpec> args,
+              abi::Params params = {});
 
   ProgramTables &tables_;
   ModuleOp module_;
@@ -255,13 +255,27 @@ Result<ArgSpec> PlanLowering::operand(Operation *op, Value v) {
   return ArgSpec{ArgKind::Buffer, it->second};
 }
 
-void PlanLowering::emit(Kernel kernel, Operation *op, std::vector<ArgSpec> args,
-                        std::vector<int64_t> ints, std::vector<float> floats) {
+/// Appends a dispatch after checking it against the kernel's declaration
+/// (support/abi/Kernels.td), so a lowering that breaks the contract fails
+/// here, naming the op, instead of at load.
+Status PlanLowering::emit(Kernel kernel, Operation *op,
+                          std::vector<ArgSpec> args, abi::Params params) {
+  std::string error =
+      abi::signatureError(kernel, args, params, [&](uint32_t index) {
+        const BufferSpec &b = plan_.buffers[index];
+        return abi::BufferFacts{b.name, b.i32 ? abi::ElemType::I32
+                                              : abi::ElemType::F32};
+      });
+  if (!error.empty())
+    return opError(op, std::string("lowers to a ") +
+                           std::string(abi::kKernelNames[size_t(kernel)]) +
+                           " dispatch that breaks its declaration: " + error);
   std::string loc;
   llvm::raw_string_ostream os(loc);
   op->getLoc().print(os);
-  plan_.dispatches.push_back({kernel, std::move(args), std::move(ints),
-                              std::move(floats), std::move(loc)});
+  plan_.dispatches.push_back(
+      {kernel, std::move(args), std::move(params), std::move(loc)});
+  return Status::ok();
 }
 
 Result<PlanSpec> PlanLowering::run() {
@@ -332,16 +346,14 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
   auto arg = [&](Value v) -> Result<ArgSpec> { return operand(op, v); };
   auto none = ArgSpec{ArgKind::None, 0};
   auto unary = [&](Kernel k, Value in, Value res,
-                   std::vector<float> floats = {}) -> Status {
+                   abi::Params params = {}) -> Status {
     KILN_ASSIGN_OR_RETURN(ArgSpec a, arg(in));
-    emit(k, op, {a, out(res, rows)}, {}, std::move(floats));
-    return Status::ok();
+    return emit(k, op, {a, out(res, rows)}, std::move(params));
   };
   auto binary = [&](Kernel k, Value l, Value r, Value res) -> Status {
     KILN_ASSIGN_OR_RETURN(ArgSpec a, arg(l));
     KILN_ASSIGN_OR_RETURN(ArgSpec b, arg(r));
-    emit(k, op, {a, b, out(res, rows)});
-    return Status::ok();
+    return emit(k, op, {a, b, out(res, rows)});
   };
   auto cache = [&](FlatSymbolRefAttr ref) {
     return ArgSpec{ArgKind::Cache, tables_.cache(ref, module_, owner_)};
@@ -349,21 +361,19 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
 
   if (auto e = dyn_cast<EmbeddingOp>(op)) {
     KILN_ASSIGN_OR_RETURN(ArgSpec t, arg(e.getTable()));
-    emit(Kernel::Embedding, op, {buffer(e.getIds()), t, out(e, rows)});
-    return Status::ok();
+    return emit(Kernel::Embedding, op, {buffer(e.getIds()), t, out(e, rows)});
   }
   if (auto n = dyn_cast<RmsNormOp>(op)) {
     KILN_ASSIGN_OR_RETURN(ArgSpec w, arg(n.getWeight()));
-    emit(Kernel::RmsNorm, op, {buffer(n.getInput()), w, out(n, rows)}, {},
-         {n.getEpsilon().convertToFloat()});
-    return Status::ok();
+    return emit(Kernel::RmsNorm, op, {buffer(n.getInput()), w, out(n, rows)},
+                abi::RmsNormParams{n.getEpsilon().convertToFloat()});
   }
   if (auto n = dyn_cast<LayerNormOp>(op)) {
     KILN_ASSIGN_OR_RETURN(ArgSpec w, arg(n.getWeight()));
     KILN_ASSIGN_OR_RETURN(ArgSpec b, arg(n.getBias()));
-    emit(Kernel::LayerNorm, op, {buffer(n.getInput()), w, b, out(n, rows)}, {},
-         {n.getEpsilon().convertToFloat()});
-    return Status::ok();
+    return emit(Kernel::LayerNorm, op,
+                {buffer(n.getInput()), w, b, out(n, rows)},
+                abi::LayerNormParams{n.getEpsilon().convertToFloat()});
   }
   if (auto m = dyn_cast<MatmulOp>(op))
     return binary(Kernel::Matmul, m.getLhs(), m.getRhs(), m);
@@ -371,20 +381,21 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     KILN_ASSIGN_OR_RETURN(
         uint32_t w,
         tables_.scaled(op, m.getValues(), m.getScales(), m.getBlock()));
-    emit(Kernel::Matmul, op,
-         {buffer(m.getLhs()), {ArgKind::Weight, w}, out(m, rows)});
-    return Status::ok();
+    return emit(Kernel::Matmul, op,
+                {buffer(m.getLhs()), {ArgKind::Weight, w}, out(m, rows)});
   }
   if (auto r = dyn_cast<RopeOp>(op)) {
     auto type = cast<RankedTensorType>(r.getInput().getType());
     int64_t heads = type.getRank() == 3 ? type.getDimSize(1) : 1;
-    emit(Kernel::Rope, op,
-         {buffer(r.getInput()), buffer(r.getPositions()), out(r, rows)},
-         {r.getStyle() == RopeStyle::interleaved ? 0 : 1,
-          static_cast<int64_t>(r.getOffset()),
-          static_cast<int64_t>(r.getRotaryDim()), heads},
-         {r.getTheta().convertToFloat()});
-    return Status::ok();
+    abi::RopeParams p;
+    p.style = r.getStyle() == RopeStyle::interleaved ? 0 : 1;
+    p.offset = static_cast<int64_t>(r.getOffset());
+    p.rotaryDim = static_cast<int64_t>(r.getRotaryDim());
+    p.heads = heads;
+    p.theta = r.getTheta().convertToFloat();
+    return emit(Kernel::Rope, op,
+                {buffer(r.getInput()), buffer(r.getPositions()), out(r, rows)},
+                p);
   }
   if (auto s = dyn_cast<SigmoidOp>(op))
     return unary(Kernel::Sigmoid, s.getInput(), s);
@@ -396,30 +407,28 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     return unary(Kernel::Softmax, s.getInput(), s);
   if (auto s = dyn_cast<ScaleOp>(op))
     return unary(Kernel::Scale, s.getInput(), s,
-                 {s.getFactor().convertToFloat()});
+                 abi::ScaleParams{s.getFactor().convertToFloat()});
   if (auto s = dyn_cast<NormalizeOp>(op))
     return unary(Kernel::Normalize, s.getInput(), s,
-                 {s.getEpsilon().convertToFloat()});
+                 abi::NormalizeParams{s.getEpsilon().convertToFloat()});
   if (auto a = dyn_cast<AddOp>(op))
     return binary(Kernel::Add, a.getLhs(), a.getRhs(), a);
   if (auto m = dyn_cast<MulOp>(op))
     return binary(Kernel::Mul, m.getLhs(), m.getRhs(), m);
   if (auto c = dyn_cast<CastOp>(op)) {
     // Activations are stored as f32; a cast is a copy.
-    return unary(Kernel::Scale, c.getInput(), c, {1.0f});
+    return unary(Kernel::Scale, c.getInput(), c, abi::ScaleParams{1.0f});
   }
   if (auto t = dyn_cast<TopKOp>(op)) {
-    emit(Kernel::TopK, op,
-         {buffer(t.getInput()), out(t.getValues(), rows),
-          out(t.getIndices(), rows)},
-         {static_cast<int64_t>(t.getK())});
-    return Status::ok();
+    return emit(Kernel::TopK, op,
+                {buffer(t.getInput()), out(t.getValues(), rows),
+                 out(t.getIndices(), rows)},
+                abi::TopKParams{static_cast<int64_t>(t.getK())});
   }
   if (auto g = dyn_cast<GroupLimitOp>(op)) {
-    emit(Kernel::GroupLimit, op, {buffer(g.getInput()), out(g, rows)},
-         {static_cast<int64_t>(g.getNGroup()),
-          static_cast<int64_t>(g.getTopkGroup())});
-    return Status::ok();
+    return emit(Kernel::GroupLimit, op, {buffer(g.getInput()), out(g, rows)},
+                abi::GroupLimitParams{static_cast<int64_t>(g.getNGroup()),
+                                      static_cast<int64_t>(g.getTopkGroup())});
   }
   if (auto g = dyn_cast<GatherOp>(op))
     return binary(Kernel::Gather, g.getInput(), g.getIndices(), g);
@@ -429,10 +438,10 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     std::vector<ArgSpec> args{buffer(s.getInput())};
     for (Value r : s.getResults())
       args.push_back(out(r, rows));
-    emit(Kernel::Split, op, std::move(args),
-         {static_cast<int64_t>(s.getAxis()),
-          outerDims(s.getInput().getType(), s.getAxis())});
-    return Status::ok();
+    return emit(
+        Kernel::Split, op, std::move(args),
+        abi::SplitParams{static_cast<int64_t>(s.getAxis()),
+                         outerDims(s.getInput().getType(), s.getAxis())});
   }
   if (auto c = dyn_cast<ConcatOp>(op)) {
     std::vector<ArgSpec> args;
@@ -441,21 +450,18 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
       args.push_back(a);
     }
     args.push_back(out(c, rows));
-    emit(Kernel::Concat, op, std::move(args),
-         {static_cast<int64_t>(c.getAxis()),
-          outerDims(c.getType(), c.getAxis())});
-    return Status::ok();
+    return emit(Kernel::Concat, op, std::move(args),
+                abi::ConcatParams{static_cast<int64_t>(c.getAxis()),
+                                  outerDims(c.getType(), c.getAxis())});
   }
   if (auto t = dyn_cast<TakeRowsOp>(op)) {
-    emit(Kernel::TakeRows, op,
-         {buffer(t.getInput()), buffer(t.getRows()), out(t, kSelected)});
-    return Status::ok();
+    return emit(Kernel::TakeRows, op,
+                {buffer(t.getInput()), buffer(t.getRows()), out(t, kSelected)});
   }
   if (auto a = dyn_cast<KvCacheAppendOp>(op)) {
-    emit(Kernel::KvAppend, op,
-         {cache(a.getCacheAttr()), buffer(a.getSeqIds()),
-          buffer(a.getPositions()), buffer(a.getValues())});
-    return Status::ok();
+    return emit(Kernel::KvAppend, op,
+                {cache(a.getCacheAttr()), buffer(a.getSeqIds()),
+                 buffer(a.getPositions()), buffer(a.getValues())});
   }
   if (auto m = dyn_cast<MlaAttentionOp>(op)) {
     ArgSpec kvb;
@@ -469,30 +475,29 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     }
     int64_t heads =
         cast<RankedTensorType>(m.getQNope().getType()).getDimSize(1);
-    emit(Kernel::MlaAttention, op,
-         {buffer(m.getQNope()), buffer(m.getQPe()), kvb,
-          cache(m.getCacheAttr()), buffer(m.getSeqIds()),
-          buffer(m.getPositions()), m.getTopK() ? buffer(m.getTopK()) : none,
-          out(m, rows)},
-         {heads}, {m.getScale().convertToFloat()});
-    return Status::ok();
+    return emit(Kernel::MlaAttention, op,
+                {buffer(m.getQNope()), buffer(m.getQPe()), kvb,
+                 cache(m.getCacheAttr()), buffer(m.getSeqIds()),
+                 buffer(m.getPositions()),
+                 m.getTopK() ? buffer(m.getTopK()) : none, out(m, rows)},
+                abi::MlaAttentionParams{heads, m.getScale().convertToFloat()});
   }
   if (auto ix = dyn_cast<IndexerTopKOp>(op)) {
     int64_t heads = cast<RankedTensorType>(ix.getQ().getType()).getDimSize(1);
-    emit(Kernel::IndexerTopK, op,
-         {buffer(ix.getQ()), buffer(ix.getWeights()), cache(ix.getCacheAttr()),
-          buffer(ix.getSeqIds()), buffer(ix.getPositions()), out(ix, rows)},
-         {static_cast<int64_t>(ix.getK()), heads},
-         {ix.getScale().convertToFloat()});
-    return Status::ok();
+    return emit(Kernel::IndexerTopK, op,
+                {buffer(ix.getQ()), buffer(ix.getWeights()),
+                 cache(ix.getCacheAttr()), buffer(ix.getSeqIds()),
+                 buffer(ix.getPositions()), out(ix, rows)},
+                abi::IndexerTopKParams{static_cast<int64_t>(ix.getK()), heads,
+                                       ix.getScale().convertToFloat()});
   }
   if (auto g = dyn_cast<GqaAttentionOp>(op)) {
     int64_t heads = cast<RankedTensorType>(g.getQ().getType()).getDimSize(1);
-    emit(Kernel::GqaAttention, op,
-         {buffer(g.getQ()), cache(g.getKCacheAttr()), cache(g.getVCacheAttr()),
-          buffer(g.getSeqIds()), buffer(g.getPositions()), out(g, rows)},
-         {heads}, {g.getScale().convertToFloat()});
-    return Status::ok();
+    return emit(Kernel::GqaAttention, op,
+                {buffer(g.getQ()), cache(g.getKCacheAttr()),
+                 cache(g.getVCacheAttr()), buffer(g.getSeqIds()),
+                 buffer(g.getPositions()), out(g, rows)},
+                abi::GqaAttentionParams{heads, g.getScale().convertToFloat()});
   }
   if (auto m = dyn_cast<MoeOp>(op)) {
     auto expertWeight =
@@ -523,14 +528,17 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     KILN_ASSIGN_OR_RETURN(ArgSpec sd, expertWeight(m.getSharedDown(),
                                                    m.getSharedDownScales(),
                                                    m.getSharedBlock()));
-    emit(
+    abi::MoeParams p;
+    p.topK = static_cast<int64_t>(m.getTopK());
+    p.nGroup = static_cast<int64_t>(m.getNGroup());
+    p.topkGroup = static_cast<int64_t>(m.getTopkGroup());
+    p.normTopkProb = m.getNormTopkProb();
+    p.blockSize = static_cast<int64_t>(m.getBlockSize());
+    p.scale = m.getRoutedScalingFactor().convertToFloat();
+    return emit(
         Kernel::Moe, op,
         {buffer(m.getInput()), router, bias, g, u, d, sg, su, sd, out(m, rows)},
-        {static_cast<int64_t>(m.getTopK()), static_cast<int64_t>(m.getNGroup()),
-         static_cast<int64_t>(m.getTopkGroup()), m.getNormTopkProb() ? 1 : 0,
-         static_cast<int64_t>(m.getBlockSize())},
-        {m.getRoutedScalingFactor().convertToFloat()});
-    return Status::ok();
+        p);
   }
   return opError(op, "no CPU kernel lowers this op (is the module fused? run "
                      "the kiln-fuse-graph pipeline first)");

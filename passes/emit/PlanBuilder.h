@@ -14,6 +14,7 @@
 
 #include "support/Status.h"
 #include "support/abi/KernelAbi.h"
+#include "support/abi/Signature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -54,18 +55,15 @@ struct BufferSpec {
   int64_t rowElems() const;
 };
 
-enum class ArgKind : uint8_t { Buffer, Weight, Cache, None };
-struct ArgSpec {
-  ArgKind kind;
-  uint32_t index;
-};
+using ArgKind = abi::RefKind;
+using ArgSpec = abi::ArgRef;
 
 struct DispatchSpec {
   abi::Kernel kernel;
   std::vector<ArgSpec> args;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
+  abi::Params params; // the kernel's own struct (Kernels.td)
   std::string location;
+  template <typename P> const P &get() const { return std::get<P>(params); }
 };
 
 struct PlanSpec {

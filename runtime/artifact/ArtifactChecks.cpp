@@ -304,10 +304,13 @@ Status Checker::checkLaunches(const fb::KernelSymbol &s,
       return error(StatusCode::InvalidArgument, launch, ": workgroup_size ",
                    l.workgroup_size(), ", expected 1 to 1024");
     for (uint32_t a = 0; a < count(l.args()); ++a) {
-      uint32_t ref = l.args()->Get(a), part = ref & 7;
-      if (part == 2 && (ref >> 3) >= scratch)
+      const fb::GpuArg &arg = *l.args()->Get(a);
+      if (arg.part() > fb::GpuArgPart::MAX)
         return error(StatusCode::InvalidArgument, launch, " args[", a,
-                     "]: scratch ", ref >> 3, ", the symbol has ", scratch);
+                     "]: unknown part ", int(arg.part()));
+      if (arg.part() == fb::GpuArgPart::Scratch && arg.index() >= scratch)
+        return error(StatusCode::InvalidArgument, launch, " args[", a,
+                     "]: scratch ", arg.index(), ", the symbol has ", scratch);
     }
   }
   return Status::ok();
@@ -382,9 +385,6 @@ Status Checker::checkPlan(const fb::Plan &plan, const std::string &what) {
     if (d.kernel() >= kernels)
       return error(StatusCode::OutOfRange, dis, ": kernel ", d.kernel(),
                    ", expected < ", kernels);
-    if (misaligned(d.ints()))
-      return error(StatusCode::InvalidArgument, dis,
-                   ": ints is misaligned: the metadata is corrupt");
     for (uint32_t j = 0; j < count(d.args()); ++j) {
       const fb::Arg &arg = *d.args()->Get(j);
       uint32_t limit;

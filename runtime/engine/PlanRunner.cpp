@@ -272,15 +272,17 @@ Status PlanRunner::execute(const Step &s) {
   case Kernel::RmsNorm:
     if (host && host->rmsNorm && weight(1).values)
       host->rmsNorm(f32(buf(0)), weight(1).values, f32(buf(2)),
-                    rows(0) * elems(0) / s.cols, s.cols, s.floats[0]);
+                    rows(0) * elems(0) / s.cols, s.cols,
+                    s.get<abi::RmsNormParams>().eps);
     else
       cpu::rmsNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                   weight(1).values, s.floats[0], f32(buf(2)));
+                   weight(1).values, s.get<abi::RmsNormParams>().eps,
+                   f32(buf(2)));
     return Status::ok();
   case Kernel::LayerNorm:
     cpu::layerNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                   weight(1).values, weight(2).values, s.floats[0],
-                   f32(buf(3)));
+                   weight(1).values, weight(2).values,
+                   s.get<abi::LayerNormParams>().eps, f32(buf(3)));
     return Status::ok();
   case Kernel::Matmul:
     if (rows(0) > 0)
@@ -291,8 +293,9 @@ Status PlanRunner::execute(const Step &s) {
     int64_t n = rows(0);
     if (buf(2) != buf(0))
       std::memcpy(out, f32(buf(0)), size_t(n * elems(0)) * 4);
-    cpu::rope(out, n, s.heads, s.headDim, i32(buf(1)), s.ropeStyle, s.floats[0],
-              s.ints[1], s.ints[2]);
+    const auto &p = s.get<abi::RopeParams>();
+    cpu::rope(out, n, s.heads, s.headDim, i32(buf(1)), s.ropeStyle, p.theta,
+              p.offset, p.rotaryDim);
     return Status::ok();
   }
   case Kernel::Sigmoid:
@@ -315,9 +318,11 @@ Status PlanRunner::execute(const Step &s) {
     return Status::ok();
   case Kernel::Scale:
     if (host && host->scale)
-      host->scale(f32(buf(0)), f32(buf(1)), rows(0) * elems(0), s.floats[0]);
+      host->scale(f32(buf(0)), f32(buf(1)), rows(0) * elems(0),
+                  s.get<abi::ScaleParams>().factor);
     else
-      cpu::scale(f32(buf(0)), rows(0) * elems(0), s.floats[0], f32(buf(1)));
+      cpu::scale(f32(buf(0)), rows(0) * elems(0),
+                 s.get<abi::ScaleParams>().factor, f32(buf(1)));
     return Status::ok();
   case Kernel::Add:
   case Kernel::Mul: {
@@ -343,11 +348,12 @@ Status PlanRunner::execute(const Step &s) {
     return Status::ok();
   case Kernel::Normalize:
     cpu::normalize(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                   s.floats[0], f32(buf(1)));
+                   s.get<abi::NormalizeParams>().eps, f32(buf(1)));
     return Status::ok();
   case Kernel::GroupLimit:
-    cpu::groupLimit(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, s.ints[0],
-                    s.ints[1], f32(buf(1)));
+    cpu::groupLimit(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
+                    s.get<abi::GroupLimitParams>().nGroup,
+                    s.get<abi::GroupLimitParams>().topkGroup, f32(buf(1)));
     return Status::ok();
   case Kernel::Argmax:
     cpu::argmax(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols, i32(buf(1)));
@@ -425,7 +431,7 @@ Status PlanRunner::execute(const Step &s) {
       m.topk = i32(buf(6));
       m.topkWidth = s.k;
     }
-    m.scale = s.floats[0];
+    m.scale = s.get<abi::MlaAttentionParams>().scale;
     KILN_RETURN_IF_ERROR(ctx_.workspace->reserve(
         cpu::mlaWorkspaceBytes(m.dims, m.tokens, pool.size())));
     cpu::mlaAttention(pool, m, f32(buf(7)), *ctx_.workspace);
@@ -442,7 +448,7 @@ Status PlanRunner::execute(const Step &s) {
     x.q = f32(buf(0));
     x.weights = f32(buf(1));
     x.keys = cacheAt(2).view();
-    x.scale = s.floats[0];
+    x.scale = s.get<abi::IndexerTopKParams>().scale;
     x.k = s.k;
     KILN_RETURN_IF_ERROR(
         ctx_.workspace->reserve(cpu::indexerWorkspaceBytes(x, pool.size())));
@@ -463,7 +469,7 @@ Status PlanRunner::execute(const Step &s) {
     g.q = f32(buf(0));
     g.keys = cacheAt(1).view();
     g.values = cacheAt(2).view();
-    g.scale = s.floats[0];
+    g.scale = s.get<abi::GqaAttentionParams>().scale;
     KILN_RETURN_IF_ERROR(
         ctx_.workspace->reserve(cpu::gqaWorkspaceBytes(g, pool.size())));
     cpu::gqaAttention(pool, g, f32(buf(5)), *ctx_.workspace);

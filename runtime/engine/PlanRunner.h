@@ -1,12 +1,13 @@
 //===- PlanRunner.h - Validated execution of one plan -----------*- C++ -*-===//
 //
 // A PlanRunner is built once per plan at load: create() checks every
-// dispatch against KernelAbi.h (kernel known, argument count and kinds,
-// dtypes, and that the buffers' row sizes agree with the kernel and its
-// weights and caches) and resolves it into a Step. run() then copies the
-// inputs in and calls the CPU kernels in order without further plan checks;
-// it only checks the request's own data (token ids, positions, rows) and
-// what the caches hold.
+// dispatch against its kernel's declaration (support/abi/Kernels.td through
+// Signature.h: argument count and kinds, dtypes, aliasing, parameter type)
+// and then that the buffers' row sizes agree with the kernel and its
+// weights and caches (PlanValidator.cpp) and resolves it into a Step. run()
+// then copies the inputs in and calls the CPU kernels in order without further
+// plan checks; it only checks the request's own data (token ids, positions,
+// rows) and what the caches hold.
 //
 // Buffers are row-major [rows, row_shape...] with rows = T (Tokens), R
 // (Selected) or 1 (One). They are allocated once for the largest T and R
@@ -101,8 +102,8 @@ struct Step {
   abi::Kernel kernel = abi::Kernel::Count;
   uint32_t dispatch = 0;
   std::vector<fb::Arg> args;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
+  abi::Params params; // the kernel's own struct (support/abi/Kernels.td)
+  template <typename P> const P &get() const { return std::get<P>(params); }
   /// Row kernels: the length of the innermost dim they work on (norm width,
   /// softmax/top-k/argmax columns, broadcast length).
   int64_t cols = 0;

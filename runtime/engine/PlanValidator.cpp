@@ -1,16 +1,21 @@
-//===- PlanValidator.cpp - Plans checked against KernelAbi.h --------------===//
+//===- PlanValidator.cpp - Plans checked against the kernel contract ------===//
 //
-// Runs once per plan at load. Each dispatch is checked for: a known kernel,
-// its argument count and kinds, attribute counts, buffer dtypes, rows kinds
-// that agree, row widths that agree with the kernel's weights and caches,
-// and outputs that do not alias inputs where the kernel cannot work in
-// place. Errors read
+// Runs once per plan at load. Each dispatch is checked for a known kernel,
+// then against its declaration (support/abi/Kernels.td, through
+// abi::signatureError: argument count and kinds, buffer dtypes, outputs that
+// do not alias inputs where the kernel cannot work in place, parameters of
+// the kernel's type), then by the kernel's own rules below: rows kinds that
+// agree, row widths that agree with the kernel's weights and caches, and
+// parameter values in range. Errors read
 //   plan 'prefill' dispatches[12] matmul ("layers.0.q_a_proj"): args[2]
 //   'out': 384 values per row, expected 128 (the weight's N)
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/artifact/KernelParamsFb.h"
 #include "runtime/engine/PlanRunner.h"
+#include "support/abi/MoeRules.h"
+#include "support/abi/Signature.h"
 
 #include <algorithm>
 #include <set>
@@ -41,84 +46,6 @@ std::string shapeString(const BufferInfo &b) {
     os << ", " << d;
   os << ']';
   return os.str();
-}
-
-/// Argument names per kernel, for messages. Split and Concat are variadic.
-std::vector<const char *> argNames(Kernel kernel) {
-  switch (kernel) {
-  case Kernel::Embedding:
-    return {"ids", "table", "out"};
-  case Kernel::RmsNorm:
-    return {"x", "weight", "out"};
-  case Kernel::LayerNorm:
-    return {"x", "weight", "bias", "out"};
-  case Kernel::Matmul:
-    return {"x", "weight", "out"};
-  case Kernel::Rope:
-    return {"x", "positions", "out"};
-  case Kernel::Sigmoid:
-  case Kernel::Silu:
-  case Kernel::Relu:
-  case Kernel::Scale:
-  case Kernel::Softmax:
-  case Kernel::Normalize:
-  case Kernel::GroupLimit:
-  case Kernel::Argmax:
-    return {"x", "out"};
-  case Kernel::Add:
-  case Kernel::Mul:
-    return {"lhs", "rhs", "out"};
-  case Kernel::TopK:
-    return {"x", "values", "indices"};
-  case Kernel::Gather:
-    return {"x", "indices", "out"};
-  case Kernel::TakeRows:
-    return {"x", "rows", "out"};
-  case Kernel::KvAppend:
-    return {"cache", "seq", "pos", "values"};
-  case Kernel::MlaAttention:
-    return {"q_nope", "q_pe", "kv_b", "latent", "seq", "pos", "top_k", "out"};
-  case Kernel::IndexerTopK:
-    return {"q", "weights", "keys", "seq", "pos", "out"};
-  case Kernel::GqaAttention:
-    return {"q", "k", "v", "seq", "pos", "out"};
-  case Kernel::Moe:
-    return {"x",    "router",      "bias",      "gate",        "up",
-            "down", "shared_gate", "shared_up", "shared_down", "out"};
-  case Kernel::Split:
-  case Kernel::Concat:
-  case Kernel::Count:
-    return {};
-  }
-  return {};
-}
-
-/// Integer and float attribute counts per kernel (KernelAbi.h).
-std::pair<size_t, size_t> attrCounts(Kernel kernel) {
-  switch (kernel) {
-  case Kernel::RmsNorm:
-  case Kernel::LayerNorm:
-  case Kernel::Scale:
-  case Kernel::Normalize:
-    return {0, 1};
-  case Kernel::Rope:
-    return {4, 1};
-  case Kernel::TopK:
-    return {1, 0};
-  case Kernel::Split:
-  case Kernel::Concat:
-  case Kernel::GroupLimit:
-    return {2, 0};
-  case Kernel::MlaAttention:
-  case Kernel::GqaAttention:
-    return {1, 1};
-  case Kernel::IndexerTopK:
-    return {2, 1};
-  case Kernel::Moe:
-    return {5, 1};
-  default:
-    return {0, 0};
-  }
 }
 
 } // namespace
@@ -246,14 +173,8 @@ private:
     return makeError(StatusCode::InvalidArgument, prefix_, args...);
   }
 
-  const char *argName(size_t i) const {
-    if (i < names_.size())
-      return names_[i];
-    return step_.kernel == Kernel::Split ? (i == 0 ? "x" : "out")
-                                         : (i + 1 == args() ? "out" : "in");
-  }
   std::string argLabel(size_t i) const {
-    return "args[" + std::to_string(i) + "] '" + argName(i) + "'";
+    return abi::argLabel(step_.kernel, i, args());
   }
   size_t args() const { return step_.args.size(); }
   const fb::Arg &arg(size_t i) const { return step_.args[i]; }
@@ -330,16 +251,6 @@ private:
                   " values per row, not a multiple of ", d, " (", why, ")");
     return Status::ok();
   }
-  /// The kernel cannot write `out` over `in`.
-  Status distinct(size_t out, size_t in) const {
-    if (arg(out).kind() == fb::ArgKind::Buffer &&
-        arg(in).kind() == fb::ArgKind::Buffer &&
-        arg(out).index() == arg(in).index())
-      return fail(argLabel(out), ": is the same buffer as ", argLabel(in),
-                  ", but ", abi::kKernelNames[size_t(step_.kernel)],
-                  " cannot work in place");
-    return Status::ok();
-  }
   const ExecContext &ctx() const { return r_.ctx_; }
 
   Status checkDispatch(uint32_t index, const fb::Dispatch &d) {
@@ -354,47 +265,30 @@ private:
     if (!abi::kernelFromName(kname, step_.kernel))
       return fail("unknown kernel '", kname, "' (kernels[", d.kernel(),
                   "]), expected one of KernelAbi.h");
+    std::vector<abi::ArgRef> refs;
     if (d.args())
-      for (const fb::Arg *a : *d.args())
+      for (const fb::Arg *a : *d.args()) {
         step_.args.push_back(*a);
-    if (d.ints())
-      step_.ints.assign(d.ints()->begin(), d.ints()->end());
-    if (d.floats())
-      step_.floats.assign(d.floats()->begin(), d.floats()->end());
-    names_ = argNames(step_.kernel);
-
-    if (step_.kernel == Kernel::Split || step_.kernel == Kernel::Concat) {
-      if (args() < 2)
-        return fail("has ", args(), " args, expected at least 2");
-    } else if (args() != names_.size()) {
-      std::string list;
-      for (const char *n : names_)
-        list += (list.empty() ? "" : ", ") + std::string(n);
-      return fail("has ", args(), " args, expected ", names_.size(), " (", list,
-                  ")");
-    }
-    auto [nInts, nFloats] = attrCounts(step_.kernel);
-    if (step_.ints.size() != nInts || step_.floats.size() != nFloats)
-      return fail("has ", step_.ints.size(), " ints and ", step_.floats.size(),
-                  " floats, expected ", nInts, " and ", nFloats);
-    for (size_t i = 0; i < args(); ++i)
-      if (isNone(i) && !isOptional(i))
-        return fail(argLabel(i), ": is None, but the argument is required");
+        refs.push_back({abi::RefKind(a->kind()), a->index()});
+      }
+    if (!abi::readParams(step_.kernel, d, step_.params))
+      return fail("params: holds ", fb::EnumNameKernelParams(d.params_type()),
+                  ", expected ",
+                  fb::EnumNameKernelParams(abi::paramsTag(step_.kernel)));
+    std::string error = abi::signatureError(
+        step_.kernel, refs, step_.params, [&](uint32_t index) {
+          const BufferInfo &b = r_.buffers_[index];
+          return abi::BufferFacts{
+              b.name, b.dtype == fb::DType::F32   ? abi::ElemType::F32
+                      : b.dtype == fb::DType::I32 ? abi::ElemType::I32
+                                                  : abi::ElemType::Other};
+        });
+    if (!error.empty())
+      return fail(error);
 
     KILN_RETURN_IF_ERROR(checkKernel());
     r_.steps_.push_back(std::move(step_));
     return Status::ok();
-  }
-
-  bool isOptional(size_t i) const {
-    switch (step_.kernel) {
-    case Kernel::MlaAttention:
-      return i == 6;
-    case Kernel::Moe:
-      return i >= 6 && i <= 8;
-    default:
-      return false;
-    }
   }
 
   Status checkKernel() {
@@ -479,8 +373,10 @@ private:
     }
     KILN_RETURN_IF_ERROR(width(outArg, *out, x->rowElems, "the input's width"));
     KILN_RETURN_IF_ERROR(sameRows(0, *x, outArg, *out));
-    if (!(step_.floats[0] >= 0.0f))
-      return fail("eps ", step_.floats[0], ", expected >= 0");
+    float eps = layer ? step_.get<abi::LayerNormParams>().eps
+                      : step_.get<abi::RmsNormParams>().eps;
+    if (!(eps >= 0.0f))
+      return fail("params.eps ", eps, ", expected >= 0");
     return Status::ok();
   }
 
@@ -493,29 +389,30 @@ private:
     KILN_RETURN_IF_ERROR(
         width(2, *out, w->view.rows, "the weight '" + w->name + "' N"));
     KILN_RETURN_IF_ERROR(sameRows(0, *x, 2, *out));
-    return distinct(2, 0);
+    return Status::ok();
   }
 
   Status checkRope() {
     KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
     KILN_ASSIGN_OR_RETURN(const BufferInfo *pos, buffer(1, fb::DType::I32));
     KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
-    int64_t style = step_.ints[0], offset = step_.ints[1],
-            rotary = step_.ints[2], heads = step_.ints[3];
+    const auto &p = step_.get<abi::RopeParams>();
+    int64_t style = p.style, offset = p.offset, rotary = p.rotaryDim,
+            heads = p.heads;
     if (style != 0 && style != 1)
-      return fail("ints[0] style ", style,
+      return fail("params.style ", style,
                   ", expected 0 (interleaved) or 1 (neox)");
     if (heads < 1)
-      return fail("ints[3] heads ", heads, ", expected >= 1");
-    KILN_RETURN_IF_ERROR(divides(0, *x, heads, "ints[3] heads"));
+      return fail("params.heads ", heads, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *x, heads, "params.heads"));
     int64_t dim = x->rowElems / heads;
     if (offset < 0 || rotary < 2 || rotary % 2 != 0 || offset + rotary > dim)
       return fail("rotates dims [", offset, ", ", offset + rotary,
-                  ") (ints[1] offset, ints[2] rotary_dim), expected an even "
+                  ") (params.offset, params.rotary_dim), expected an even "
                   "rotary_dim >= 2 inside the head dim ",
                   dim);
-    if (!(step_.floats[0] > 0.0f))
-      return fail("theta ", step_.floats[0], ", expected > 0");
+    if (!(p.theta > 0.0f))
+      return fail("params.theta ", p.theta, ", expected > 0");
     KILN_RETURN_IF_ERROR(width(1, *pos, 1, "one position per row"));
     KILN_RETURN_IF_ERROR(sameRows(0, *x, 1, *pos));
     KILN_RETURN_IF_ERROR(width(2, *out, x->rowElems, "the input's width"));
@@ -605,7 +502,8 @@ private:
     KILN_RETURN_IF_ERROR(width(1, *out, x->rowElems, "the input's width"));
     step_.cols = out->lastDim();
     if (step_.kernel == Kernel::GroupLimit) {
-      int64_t nGroup = step_.ints[0], keep = step_.ints[1];
+      int64_t nGroup = step_.get<abi::GroupLimitParams>().nGroup,
+              keep = step_.get<abi::GroupLimitParams>().topkGroup;
       if (nGroup < 1 || step_.cols % nGroup != 0 || keep < 1 || keep > nGroup)
         return fail("groups ", nGroup, " keep ", keep, " over ", step_.cols,
                     " columns, expected groups dividing the columns and "
@@ -618,7 +516,7 @@ private:
     KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
     KILN_ASSIGN_OR_RETURN(const BufferInfo *values, buffer(1, fb::DType::F32));
     KILN_ASSIGN_OR_RETURN(const BufferInfo *indices, buffer(2, fb::DType::I32));
-    step_.k = step_.ints[0];
+    step_.k = step_.get<abi::TopKParams>().k;
     if (step_.k < 1)
       return fail("k ", step_.k, ", expected >= 1");
     KILN_RETURN_IF_ERROR(divides(1, *values, step_.k, "k per row"));
@@ -631,7 +529,7 @@ private:
     KILN_RETURN_IF_ERROR(width(2, *indices, values->rowElems, "k per row"));
     KILN_RETURN_IF_ERROR(sameRows(0, *x, 1, *values));
     KILN_RETURN_IF_ERROR(sameRows(0, *x, 2, *indices));
-    return distinct(1, 0);
+    return Status::ok();
   }
 
   Status checkGather() {
@@ -645,7 +543,7 @@ private:
     step_.cols = x->rowElems / groups;
     KILN_RETURN_IF_ERROR(sameRows(0, *x, 1, *idx));
     KILN_RETURN_IF_ERROR(sameRows(0, *x, 2, *out));
-    return distinct(2, 0);
+    return Status::ok();
   }
 
   // Split and concat copy blocks along `axis` (counting the rows dim as 0).
@@ -656,29 +554,26 @@ private:
     for (size_t i = 0; i < args(); ++i)
       if (i != whole)
         pieces.push_back(i);
-    if (arg(whole).kind() != fb::ArgKind::Buffer)
-      return fail(argLabel(whole), ": is a ",
-                  fb::EnumNameArgKind(arg(whole).kind()),
-                  ", expected a Buffer");
     const BufferInfo &w = r_.buffers_[arg(whole).index()];
     int64_t total = 0;
     for (size_t i : pieces) {
       KILN_ASSIGN_OR_RETURN(const BufferInfo *p, buffer(i, w.dtype));
       KILN_RETURN_IF_ERROR(sameRows(whole, w, i, *p));
-      KILN_RETURN_IF_ERROR(distinct(split ? i : whole, split ? whole : i));
       total += p->rowElems;
     }
     KILN_RETURN_IF_ERROR(
         width(whole, w, total, "the sum of the pieces along the axis"));
-    const int64_t axis = step_.ints[0];
+    const int64_t axis = split ? step_.get<abi::SplitParams>().axis
+                               : step_.get<abi::ConcatParams>().axis;
     if (axis < 1)
       return fail("axis ", axis,
                   ", expected >= 1 (axis 0, the rows, cannot be split or "
                   "concatenated)");
-    // The compiler states the blocks per row (ints[1]): buffers are reused
+    // The compiler states the blocks per row (params.outer): buffers are reused
     // by element count and reshapes alias, so their row_shape may belong to
     // another value.
-    int64_t outer = step_.ints[1];
+    int64_t outer = split ? step_.get<abi::SplitParams>().outer
+                          : step_.get<abi::ConcatParams>().outer;
     bool ok = outer >= 1 && w.rowElems % outer == 0;
     for (size_t i : pieces)
       ok = ok && r_.buffers_[arg(i).index()].rowElems % outer == 0;
@@ -700,7 +595,7 @@ private:
     KILN_RETURN_IF_ERROR(width(1, *rows, 1, "one row index per row"));
     KILN_RETURN_IF_ERROR(width(2, *out, x->rowElems, "the input's width"));
     KILN_RETURN_IF_ERROR(sameRows(1, *rows, 2, *out));
-    return distinct(2, 0);
+    return Status::ok();
   }
 
   Status seqPos(size_t seqArg, size_t posArg, size_t refArg,
@@ -735,11 +630,11 @@ private:
     KILN_ASSIGN_OR_RETURN(const BoundWeight *kvb, matrix(2));
     KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(3));
     KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(7, fb::DType::F32));
-    int64_t heads = step_.ints[0];
+    int64_t heads = step_.get<abi::MlaAttentionParams>().heads;
     if (heads < 1)
-      return fail("ints[0] heads ", heads, ", expected >= 1");
-    KILN_RETURN_IF_ERROR(divides(0, *qn, heads, "ints[0] heads"));
-    KILN_RETURN_IF_ERROR(divides(1, *qp, heads, "ints[0] heads"));
+      return fail("params.heads ", heads, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *qn, heads, "params.heads"));
+    KILN_RETURN_IF_ERROR(divides(1, *qp, heads, "params.heads"));
     cpu::MlaDims &m = step_.mla;
     m.heads = heads;
     m.nopeDim = qn->rowElems / heads;
@@ -765,8 +660,7 @@ private:
     KILN_RETURN_IF_ERROR(
         width(7, *out, heads * m.valueDim, "heads x the value dim of kv_b"));
     KILN_RETURN_IF_ERROR(sameRows(0, *qn, 7, *out));
-    KILN_RETURN_IF_ERROR(distinct(7, 0));
-    return distinct(7, 1);
+    return Status::ok();
   }
 
   Status checkIndexer() {
@@ -774,10 +668,12 @@ private:
     KILN_ASSIGN_OR_RETURN(const BufferInfo *w, buffer(1, fb::DType::F32));
     KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(2));
     KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(5, fb::DType::I32));
-    int64_t k = step_.ints[0], heads = step_.ints[1];
+    int64_t k = step_.get<abi::IndexerTopKParams>().k,
+            heads = step_.get<abi::IndexerTopKParams>().heads;
     if (k < 1 || heads < 1)
-      return fail("ints k ", k, " and heads ", heads, ", expected >= 1");
-    KILN_RETURN_IF_ERROR(divides(0, *q, heads, "ints[1] heads"));
+      return fail("params.k ", k, " and params.heads ", heads,
+                  ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *q, heads, "params.heads"));
     step_.heads = heads;
     step_.headDim = q->rowElems / heads;
     step_.k = k;
@@ -786,7 +682,7 @@ private:
       return fail(argLabel(2), ": cache '", c->name()->str(), "' has width ",
                   c->width(), ", expected ", step_.headDim,
                   " (the query head dim)");
-    KILN_RETURN_IF_ERROR(width(5, *out, k, "ints[0] k"));
+    KILN_RETURN_IF_ERROR(width(5, *out, k, "params.k"));
     KILN_RETURN_IF_ERROR(sameRows(0, *q, 1, *w));
     KILN_RETURN_IF_ERROR(seqPos(3, 4, 0, *q));
     return sameRows(0, *q, 5, *out);
@@ -797,10 +693,10 @@ private:
     KILN_ASSIGN_OR_RETURN(const fb::Cache *kc, cache(1));
     KILN_ASSIGN_OR_RETURN(const fb::Cache *vc, cache(2));
     KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(5, fb::DType::F32));
-    int64_t qHeads = step_.ints[0];
+    int64_t qHeads = step_.get<abi::GqaAttentionParams>().qHeads;
     if (qHeads < 1)
-      return fail("ints[0] q_heads ", qHeads, ", expected >= 1");
-    KILN_RETURN_IF_ERROR(divides(0, *q, qHeads, "ints[0] q_heads"));
+      return fail("params.q_heads ", qHeads, ", expected >= 1");
+    KILN_RETURN_IF_ERROR(divides(0, *q, qHeads, "params.q_heads"));
     int64_t d = q->rowElems / qHeads;
     if (kc->width() % d != 0 || qHeads % (kc->width() / d) != 0)
       return fail(argLabel(1), ": cache '", kc->name()->str(), "' has width ",
@@ -819,7 +715,7 @@ private:
         width(5, *out, qHeads * step_.valueDim, "q_heads x the value dim"));
     KILN_RETURN_IF_ERROR(seqPos(3, 4, 0, *q));
     KILN_RETURN_IF_ERROR(sameRows(0, *q, 5, *out));
-    return distinct(5, 0);
+    return Status::ok();
   }
 
   Status checkMoe() {
@@ -835,7 +731,6 @@ private:
     KILN_RETURN_IF_ERROR(width(0, *x, h, "the router's K (hidden size)"));
     KILN_RETURN_IF_ERROR(width(9, *out, h, "the hidden size"));
     KILN_RETURN_IF_ERROR(sameRows(0, *x, 9, *out));
-    KILN_RETURN_IF_ERROR(distinct(9, 0));
     if (bias->length() != e)
       return fail(argLabel(2), ": bias '", bias->name, "' has length ",
                   bias->length(), ", expected ", e, " (the router's experts)");
@@ -872,26 +767,21 @@ private:
       KILN_RETURN_IF_ERROR(expectMatrix(7, su, is, h));
       KILN_RETURN_IF_ERROR(expectMatrix(8, sd, h, is));
     }
+    const auto &params = step_.get<abi::MoeParams>();
+    abi::MoeRouting routing{e, params.topK, params.nGroup, params.topkGroup};
+    for (const abi::MoeRuleError &rule :
+         {abi::checkMoeRouting(routing),
+          abi::checkMoeBlockSize(params.blockSize)})
+      if (rule)
+        return fail("params.", rule.field, " ", rule.message);
     cpu::MoeParams &p = step_.moe;
     p.numExperts = e;
-    p.topK = step_.ints[0];
-    p.nGroup = step_.ints[1];
-    p.topkGroup = step_.ints[2];
-    p.normTopkProb = step_.ints[3] != 0;
-    p.blockSize = step_.ints[4];
-    p.routedScalingFactor = step_.floats[0];
-    if (p.topK < 1 || p.topK > e)
-      return fail("ints[0] top_k ", p.topK, ", expected 1 to ", e);
-    if (p.nGroup < 1 || e % p.nGroup != 0 || p.topkGroup < 1 ||
-        p.topkGroup > p.nGroup)
-      return fail("ints[1..2] n_group ", p.nGroup, " topk_group ", p.topkGroup,
-                  ", expected n_group dividing ", e,
-                  " and 1 <= topk_group <= n_group");
-    if (step_.ints[3] != 0 && step_.ints[3] != 1)
-      return fail("ints[3] norm_topk_prob ", step_.ints[3],
-                  ", expected 0 or 1");
-    if (p.blockSize < 1 || p.blockSize > 4096)
-      return fail("ints[4] block_size ", p.blockSize, ", expected 1 to 4096");
+    p.topK = params.topK;
+    p.nGroup = params.nGroup;
+    p.topkGroup = params.topkGroup;
+    p.normTopkProb = params.normTopkProb;
+    p.blockSize = params.blockSize;
+    p.routedScalingFactor = params.scale;
     return Status::ok();
   }
 
@@ -900,7 +790,6 @@ private:
   PlanRunner &r_;
   std::string prefix_;
   Step step_;
-  std::vector<const char *> names_;
 };
 
 Result<std::unique_ptr<PlanRunner>>

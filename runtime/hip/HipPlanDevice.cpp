@@ -13,17 +13,12 @@ using engine::PlanRunner;
 
 namespace {
 
-// GpuArgRef parts (passes/emit/GpuLaunch.h; kiln_artifact.fbs GpuLaunch).
-enum Part : uint32_t {
-  kData = 0,
-  kScales = 1,
-  kScratch = 2,
-  kRows = 3,
-  kCapacity = 4,
-  kRawData = 5,
-  kRawScales = 6,
-  kRowsOf = 7,
-};
+// The parts of a GPU kernel argument (kiln_artifact.fbs GpuArg).
+using Part = fb::GpuArgPart;
+constexpr Part kData = Part::Data, kScales = Part::Scales,
+               kScratch = Part::Scratch, kRows = Part::Rows,
+               kCapacity = Part::CacheCapacity, kRawData = Part::RawData,
+               kRawScales = Part::RawScales, kRowsOf = Part::RowsOf;
 
 bool isGpuTarget(const fb::CodeObject &o) {
   return o.target()->string_view() != "x86_64";
@@ -167,9 +162,11 @@ Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
                          launch.symbol, " has workgroup size ",
                          launch.workgroupSize);
       if (l->args())
-        launch.args.assign(l->args()->begin(), l->args()->end());
-      for (uint32_t ref : launch.args) {
-        uint32_t part = ref & 7, index = ref >> 3;
+        for (const fb::GpuArg *a : *l->args())
+          launch.args.push_back(*a);
+      for (const fb::GpuArg &ref : launch.args) {
+        Part part = ref.part();
+        uint32_t index = ref.index();
         bool dispatchArg = part == kData || part == kScales ||
                            part == kRawData || part == kRawScales ||
                            part == kRowsOf;
@@ -203,8 +200,8 @@ Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
   return Status::ok();
 }
 
-Result<void *> HipPlanDevice::weightPointer(uint32_t weight, uint32_t part) {
-  uint64_t key = uint64_t(weight) << 3 | part;
+Result<void *> HipPlanDevice::weightPointer(uint32_t weight, Part part) {
+  uint64_t key = uint64_t(weight) << 3 | uint64_t(part);
   auto it = weights_.find(key);
   if (it != weights_.end())
     return it->second;
@@ -422,8 +419,9 @@ Status HipPlanDevice::execute(const PlanRunner &plan, PlanState &state,
         continue;
       dims.block = {l.workgroupSize, 1, 1};
       KernelArgs args;
-      for (uint32_t ref : l.args) {
-        uint32_t part = ref & 7, index = ref >> 3;
+      for (const fb::GpuArg &ref : l.args) {
+        Part part = ref.part();
+        uint32_t index = ref.index();
         switch (part) {
         case kData: {
           const fb::Arg &arg = step.args[index];
@@ -460,7 +458,7 @@ Status HipPlanDevice::execute(const PlanRunner &plan, PlanState &state,
           break;
         default:
           return makeError(StatusCode::InvalidArgument, "launch ", l.symbol,
-                           ": unknown argument part ", part);
+                           ": unknown argument part ", int(part));
         }
       }
       Status s = device_->launch(l.function, dims, args);

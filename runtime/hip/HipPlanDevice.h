@@ -65,7 +65,7 @@ private:
     uint32_t workgroupSize = 0;
     int64_t mul[3] = {}, add[3] = {}, div[3] = {};
     int32_t rowsOf[3] = {-1, -1, -1};
-    std::vector<uint32_t> args; // GpuArgRef encodings
+    std::vector<fb::GpuArg> args;
   };
   struct Scratch {
     int64_t perRow = 0, fixed = 0, perPosition = 0;
@@ -85,7 +85,7 @@ private:
       : model_(model), device_(std::move(device)) {}
   Status prepare(const HipPlanOptions &options);
   Status loadPlan(uint32_t planIndex, PlanState &state);
-  Result<void *> weightPointer(uint32_t weight, uint32_t part);
+  Result<void *> weightPointer(uint32_t weight, fb::GpuArgPart part);
   Result<void *> allocate(size_t bytes);
   Status reserve(const engine::PlanRunner &plan, PlanState &state,
                  int64_t tokens, int64_t selected);

@@ -43,7 +43,8 @@ double kiln::bench::planWeightBytes(const artifact::Artifact &artifact,
       } else if (kernel == abi::Kernel::Moe && i >= 3 && i <= 5) {
         // Routed expert stacks: the experts the batch selects.
         double experts = double(w->shape()->Get(0));
-        double k = double(d->ints()->Get(0));
+        const fb::MoeParams *moe = d->params_as_MoeParams();
+        double k = moe ? double(moe->top_k()) : experts;
         double distinct =
             experts * (1.0 - std::pow(1.0 - k / experts, double(batch)));
         bytes = bytes / experts * distinct;

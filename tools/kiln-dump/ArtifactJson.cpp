@@ -3,6 +3,7 @@
 #include "tools/kiln-dump/ArtifactJson.h"
 
 #include "runtime/artifact/ArtifactChecks.h"
+#include "runtime/artifact/KernelParamsFb.h"
 
 #include <cctype>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <type_traits>
 
 namespace kiln::dump {
 namespace {
@@ -49,11 +51,34 @@ double shortestDouble(float value) {
   return std::strtod(text, nullptr);
 }
 
-Json floats(const flatbuffers::Vector<float> *v) {
+/// A GPU launch's arguments as "data:0", "scales:1", "rows", ...
+Json gpuArgs(const flatbuffers::Vector<const fb::GpuArg *> *args) {
   Json out = Json::array();
-  if (v)
-    for (float f : *v)
-      out.push_back(shortestDouble(f));
+  if (args)
+    for (const fb::GpuArg *a : *args) {
+      std::string part = fb::EnumNameGpuArgPart(a->part());
+      bool indexed = a->part() != fb::GpuArgPart::Rows &&
+                     a->part() != fb::GpuArgPart::CacheCapacity;
+      out.push_back(indexed ? part + ":" + std::to_string(a->index()) : part);
+    }
+  return out;
+}
+
+/// A dispatch's parameters by name (Kernels.td), or the stored table's type
+/// when it is not the one its kernel declares.
+Json paramsJson(const std::string &kernelName, const fb::Dispatch &d) {
+  abi::Kernel kernel;
+  abi::Params params;
+  if (!abi::kernelFromName(kernelName, kernel) ||
+      !abi::readParams(kernel, d, params))
+    return Json{{"!table", fb::EnumNameKernelParams(d.params_type())}};
+  Json out = Json::object();
+  abi::forEachParam(params, [&](const char *name, auto value) {
+    if constexpr (std::is_same_v<decltype(value), float>)
+      out[name] = shortestDouble(value);
+    else
+      out[name] = value;
+  });
   return out;
 }
 
@@ -170,7 +195,7 @@ Json kernelsJson(const fb::Artifact &meta) {
                                       {"grid_add", list(l->grid_add())},
                                       {"grid_div", list(l->grid_div())},
                                       {"grid_rows_of", list(l->grid_rows_of())},
-                                      {"args", list(l->args())}});
+                                      {"args", gpuArgs(l->args())}});
             symbol["launches"] = std::move(launches);
           }
           if (s->scratch()) {
@@ -240,12 +265,11 @@ Json planJson(const fb::Artifact &meta, const fb::Plan &plan, bool detail) {
     if (d->args())
       for (const fb::Arg *arg : *d->args())
         args.push_back(argName(meta, plan, *arg));
-    dispatchList.push_back(
-        Json{{"kernel", str(meta.kernels()->Get(d->kernel())->name())},
-             {"args", args},
-             {"ints", list(d->ints())},
-             {"floats", floats(d->floats())},
-             {"location", str(d->location())}});
+    std::string kernel = str(meta.kernels()->Get(d->kernel())->name());
+    dispatchList.push_back(Json{{"kernel", kernel},
+                                {"args", args},
+                                {"params", paramsJson(kernel, *d)},
+                                {"location", str(d->location())}});
   }
   out["buffers"] = std::move(bufferList);
   out["dispatches"] = std::move(dispatchList);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/kiln/IR/KilnOps.h"
+#include "support/abi/MoeRules.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -688,19 +689,12 @@ LogicalResult MoeOp::verify() {
   if (failed(expectShape(*this, "router", getRouter(), {e, h})) ||
       failed(expectShape(*this, "router_bias", getRouterBias(), {e})))
     return failure();
-  if (getTopK() < 1 || getTopK() > e)
-    return emitOpError() << "top_k must be in [1, " << e
-                         << "] (the expert count), found " << getTopK();
-  if (getNGroup() < 1 || e % getNGroup() != 0)
-    return emitOpError() << "n_group must be positive and divide the expert "
-                            "count ("
-                         << e << "), found " << getNGroup();
-  if (getTopkGroup() < 1 || getTopkGroup() > getNGroup())
-    return emitOpError() << "topk_group must be in [1, " << getNGroup()
-                         << "], found " << getTopkGroup();
-  if (getBlockSize() < 1)
-    return emitOpError() << "block_size must be positive, found "
-                         << getBlockSize();
+  abi::MoeRouting routing{e, int64_t(getTopK()), int64_t(getNGroup()),
+                          int64_t(getTopkGroup())};
+  for (const abi::MoeRuleError &rule :
+       {abi::checkMoeRouting(routing), abi::checkMoeBlockSize(getBlockSize())})
+    if (rule)
+      return emitOpError() << rule.field << " " << rule.message;
 
   bool quantized = getGateScales() != nullptr;
   if (quantized != getBlock().has_value())

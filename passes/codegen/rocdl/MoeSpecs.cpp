@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/codegen/rocdl/KernelSpec.h"
+#include "support/abi/MoeRules.h"
 
 #include <sstream>
 
@@ -63,10 +64,8 @@ std::string kiln::rocdl::validateMoeSpec(const KernelSpec &spec) {
     c.range("rbf", 0, 1);
     c.require(spec.has("scale"), "parameter scale is missing");
     c.require(wg == kRowBlock, "the workgroup must be 256 threads");
-    c.require(topk <= e, "topk exceeds the expert count");
-    c.require(groups > 0 && e % groups == 0,
-              "the expert count must be a multiple of ngroup");
-    c.require(topkGroup <= groups, "topkgroup exceeds ngroup");
+    abi::MoeRuleError rule = abi::checkMoeRouting({e, topk, groups, topkGroup});
+    c.require(!rule, rule.field + " " + rule.message);
     c.require(e * h <= kMaxIndex, "router weight beyond 32-bit indexing");
     break;
   }

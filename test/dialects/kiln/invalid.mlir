@@ -603,7 +603,7 @@ func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g:
 // -----
 
 func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>) {
-  // expected-error @below {{topk_group must be in [1, 2], found 3}}
+  // expected-error @below {{topk_group must be in [1, 2] (n_group), found 3}}
   %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d top_k 2 groups 2 keep 3 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return
 }
@@ -611,7 +611,7 @@ func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g:
 // -----
 
 func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>) {
-  // expected-error @below {{block_size must be positive, found 0}}
+  // expected-error @below {{block_size must be in [1, 4096], found 0}}
   %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 0 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return
 }

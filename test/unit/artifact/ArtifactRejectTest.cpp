@@ -172,8 +172,9 @@ TEST_F(ArtifactReject, WrongFormatVersionIsReportedFirst) {
   bytes[30] ^= 1; // also break the header CRC: the version still wins
   writeBytes(path(), bytes);
   expectRejected(StatusCode::FailedPrecondition,
-                 {path() + ": format version 7, this runtime reads 1: "
-                           "recompile with this kiln-compile"});
+                 {path() + ": format version 7, this runtime reads " +
+                  std::to_string(FORMAT_VERSION) +
+                  ": recompile with this kiln-compile"});
 }
 
 TEST_F(ArtifactReject, SafetensorsFile) {
@@ -314,7 +315,7 @@ TEST_F(ArtifactReject, AddedTokenOutOfRange) {
 TEST_F(ArtifactReject, GpuLaunchesAndCopiesLoad) {
   SampleOptions options;
   options.gpu = true;
-  options.launchArg = 0 * 8 + 2; // scratch 0
+  options.launchArg = fb::GpuArg(fb::GpuArgPart::Scratch, 0);
   write(options);
   auto opened = Artifact::open(path());
   ASSERT_TRUE(opened.isOk()) << opened.status().toString();
@@ -326,7 +327,7 @@ TEST_F(ArtifactReject, GpuLaunchesAndCopiesLoad) {
 TEST_F(ArtifactReject, GpuLaunchWithZeroDivisor) {
   SampleOptions options;
   options.gpu = true;
-  options.launchArg = 0 * 8 + 2;
+  options.launchArg = fb::GpuArg(fb::GpuArgPart::Scratch, 0);
   options.gridDiv = 0;
   write(options);
   expectRejected(StatusCode::InvalidArgument,
@@ -345,7 +346,7 @@ TEST_F(ArtifactReject, GpuLaunchNamingAMissingScratch) {
 TEST_F(ArtifactReject, GpuCopyOfTheWrongSize) {
   SampleOptions options;
   options.gpu = true;
-  options.launchArg = 0 * 8 + 2;
+  options.launchArg = fb::GpuArg(fb::GpuArgPart::Scratch, 0);
   options.gpuCopyBytes = 1000;
   write(options);
   expectRejected(StatusCode::InvalidArgument,
@@ -356,7 +357,7 @@ TEST_F(ArtifactReject, GpuCopyOfTheWrongSize) {
 TEST_F(ArtifactReject, GpuLaunchWorkgroupSize) {
   SampleOptions options;
   options.gpu = true;
-  options.launchArg = 0 * 8 + 2;
+  options.launchArg = fb::GpuArg(fb::GpuArgPart::Scratch, 0);
   options.launchWorkgroupSize = 2048;
   write(options);
   expectRejected(StatusCode::InvalidArgument,
@@ -366,7 +367,7 @@ TEST_F(ArtifactReject, GpuLaunchWorkgroupSize) {
 TEST_F(ArtifactReject, GpuCopyWithTheWrongLayout) {
   SampleOptions options;
   options.gpu = true;
-  options.launchArg = 0 * 8 + 2;
+  options.launchArg = fb::GpuArg(fb::GpuArgPart::Scratch, 0);
   options.gpuLayout = fb::WeightLayout::Mxfp4;
   write(options);
   expectRejected(StatusCode::InvalidArgument,

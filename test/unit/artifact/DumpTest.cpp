@@ -25,7 +25,7 @@ TEST_F(Dump, RendersWeightsPlansAndTokenizer) {
   ASSERT_TRUE(json.isOk()) << json.status().toString();
   const auto &j = *json;
 
-  EXPECT_EQ(j["format_version"], 1);
+  EXPECT_EQ(j["format_version"], FORMAT_VERSION);
   EXPECT_EQ(j["config"]["family"], "glm_moe_dsa");
   EXPECT_EQ(j["config"]["config_json"]["model_type"], "glm_moe_dsa");
   EXPECT_EQ(j["files"][0]["name"], "model.kiln");
@@ -54,6 +54,17 @@ TEST_F(Dump, RendersWeightsPlansAndTokenizer) {
             nlohmann::ordered_json(
                 {"buffer:hidden", std::string("weight:") + EXPERTS,
                  "cache:layers.0.latent", "none", "buffer:logits"}));
+  // Parameters by the names Kernels.td gives them.
+  EXPECT_EQ(moe["params"], nlohmann::ordered_json({{"top_k", 8},
+                                                   {"n_group", 2},
+                                                   {"topk_group", 1},
+                                                   {"norm_topk_prob", true},
+                                                   {"block_size", 64},
+                                                   {"scale", 2.5}}));
+  // The sample's first kernel, "embed", is not one Kernels.td declares: its
+  // stored table's type is shown instead.
+  EXPECT_EQ(decode["dispatches"][0]["params"],
+            nlohmann::ordered_json({{"!table", "NONE"}}));
   EXPECT_EQ(decode["buffers"][2]["rows"], "Selected");
 
   EXPECT_EQ(j["tokenizer"]["vocab_size"], 6);

@@ -52,11 +52,14 @@ Offset<fb::Plan> buildPlan(FlatBufferBuilder &fbb, const std::string &name,
                                   {fb::ArgKind::Cache, 0},
                                   {fb::ArgKind::None, 0},
                                   {fb::ArgKind::Buffer, 2}};
-  std::vector<int64_t> ints = {8, 2};
-  std::vector<float> floats = {1e-5f};
+  auto moeParams = fb::CreateMoeParams(fbb, /*top_k=*/8, /*n_group=*/2,
+                                       /*topk_group=*/1, true, 64, 2.5f)
+                       .Union();
   std::vector<Offset<fb::Dispatch>> dispatches = {
-      fb::CreateDispatchDirect(fbb, 0, &embedArgs, nullptr, nullptr, "embed"),
-      fb::CreateDispatchDirect(fbb, options.moeKernel, &moeArgs, &ints, &floats,
+      fb::CreateDispatchDirect(fbb, 0, &embedArgs, fb::KernelParams::NONE, 0,
+                               "embed"),
+      fb::CreateDispatchDirect(fbb, options.moeKernel, &moeArgs,
+                               fb::KernelParams::MoeParams, moeParams,
                                "layers.0.moe")};
   return fb::CreatePlanDirect(fbb, name.c_str(), &buffers, &inputs, &outputs,
                               &dispatches);
@@ -126,7 +129,10 @@ Status writeSample(const std::string &path, const SampleOptions &options) {
   if (options.gpu) {
     std::vector<int64_t> mul = {0, 1, 0}, add = {4, 0, 1},
                          div = {1, options.gridDiv, 1};
-    std::vector<uint32_t> args = {0 * 8 + 0, 1 * 8 + 1, options.launchArg, 3};
+    std::vector<fb::GpuArg> args = {{fb::GpuArgPart::Data, 0},
+                                    {fb::GpuArgPart::Scales, 1},
+                                    options.launchArg,
+                                    {fb::GpuArgPart::Rows, 0}};
     std::vector<Offset<fb::GpuLaunch>> launches = {fb::CreateGpuLaunchDirect(
         fbb, "kiln_embed_gfx950", options.launchWorkgroupSize, 0, &mul, &add,
         &div, nullptr, &args)};

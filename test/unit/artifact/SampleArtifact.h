@@ -35,7 +35,8 @@ struct SampleOptions {
   /// copy (Mxfp4Gpu) of the MXFP4 weight of gpuCopyBytes + gpuScaleBytes.
   bool gpu = false;
   int64_t gridDiv = 16;
-  uint32_t launchArg = 2 * 8 + 2; // scratch 2 (the launch declares 1)
+  // scratch 2 (the launch declares 1)
+  fb::GpuArg launchArg = fb::GpuArg(fb::GpuArgPart::Scratch, 2);
   uint64_t gpuCopyBytes = 2 * 1 * 1 * 64 * 16; // 2 experts, [8, 64]
   uint64_t gpuScaleBytes = 2 * 1 * 1 * 64 * 4;
   fb::WeightLayout gpuLayout = fb::WeightLayout::Mxfp4Gpu;

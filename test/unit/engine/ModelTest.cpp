@@ -301,16 +301,26 @@ TEST(PlanValidationTest, RejectsArgCountAndAttrs) {
   expectLoadError(m, {"dispatches[0] embedding", "has 2 args, expected 3",
                       "ids, table, out"});
   m = simpleModel();
-  m.plans[0].dispatches[1].floats.clear();
-  expectLoadError(
-      m, {"dispatches[1] rms_norm", "0 ints and 0 floats, expected 0 and 1"});
+  m.plans[0].dispatches[1].params = {};
+  expectLoadError(m, {"dispatches[1] rms_norm", "params: holds NONE",
+                      "expected RmsNormParams"});
+  // Another kernel's parameter table.
+  m = simpleModel();
+  m.plans[0].dispatches[1].params = abi::LayerNormParams{1e-5f};
+  expectLoadError(m, {"dispatches[1] rms_norm",
+                      "params: holds LayerNormParams, expected RmsNormParams"});
+  // Parameters on a kernel that takes none.
+  m = simpleModel();
+  m.plans[0].dispatches[0].params = abi::ScaleParams{1.0f};
+  expectLoadError(m, {"dispatches[0] embedding",
+                      "params: holds ScaleParams, expected NONE"});
 }
 
 TEST(PlanValidationTest, RejectsInPlaceMatmul) {
   TinyModel m = simpleModel();
   m.weights.push_back(f32Weight("square", {8, 8}, pseudoRandom(64, 4)));
   m.plans[0].dispatches.insert(m.plans[0].dispatches.begin() + 3,
-                               {"matmul", {B(6), W(3), B(6)}, {}, {}, "sq"});
+                               {"matmul", {B(6), W(3), B(6)}, {}, "sq"});
   expectLoadError(m, {"dispatches[3] matmul (\"sq\")",
                       "args[2] 'out': is the same buffer as args[0] 'x'",
                       "cannot work in place"});
@@ -352,11 +362,12 @@ TEST(PlanValidationTest, SplitConcatGeometryFromTheDispatch) {
   p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}});    // 8
   p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2, 1}}); // 9
   p.buffers.push_back({"c", fb::DType::F32, fb::Rows::Tokens, {8}});    // 10
-  p.dispatches.insert(p.dispatches.begin() + 1,
-                      {{"split", {B(4), B(8), B(9)}, {2, 2}, {}, "split"},
-                       {"concat", {B(9), B(8), B(10)}, {2, 2}, {}, "concat"},
-                       {"split", {B(10), B(9), B(8)}, {2, 2}, {}, "split2"},
-                       {"concat", {B(8), B(9), B(4)}, {2, 2}, {}, "concat2"}});
+  p.dispatches.insert(
+      p.dispatches.begin() + 1,
+      {{"split", {B(4), B(8), B(9)}, abi::SplitParams{2, 2}, "split"},
+       {"concat", {B(9), B(8), B(10)}, abi::ConcatParams{2, 2}, "concat"},
+       {"split", {B(10), B(9), B(8)}, abi::SplitParams{2, 2}, "split2"},
+       {"concat", {B(8), B(9), B(4)}, abi::ConcatParams{2, 2}, "concat2"}});
   auto model = loadOrDie(m);
   ASSERT_TRUE(model);
   // split then swap the pieces, split the other way and swap back: the
@@ -377,9 +388,13 @@ TEST(PlanValidationTest, SplitWithoutGeometryIsAnError) {
   p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}}); // 8
   p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2}}); // 9
   p.dispatches.insert(p.dispatches.begin() + 1,
-                      {"split", {B(4), B(8), B(9)}, {2}, {}, "split"});
-  expectLoadError(m, {"dispatches[1] split", "has 1 ints and 0 floats",
-                      "expected 2 and 0"});
+                      {"split", {B(4), B(8), B(9)}, {}, "split"});
+  expectLoadError(
+      m, {"dispatches[1] split", "params: holds NONE", "expected SplitParams"});
+  // Parameters whose `outer` was left at 0.
+  p.dispatches[1].params = abi::SplitParams{2};
+  expectLoadError(m, {"dispatches[1] split",
+                      "0 blocks per row do not divide every operand's width"});
 }
 
 TEST(PlanValidationTest, SplitBlocksMustDivideTheWidths) {
@@ -387,8 +402,9 @@ TEST(PlanValidationTest, SplitBlocksMustDivideTheWidths) {
   TinyPlan &p = m.plans[0];
   p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}}); // 8
   p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2}}); // 9
-  p.dispatches.insert(p.dispatches.begin() + 1,
-                      {"split", {B(4), B(8), B(9)}, {2, 3}, {}, "split"});
+  p.dispatches.insert(
+      p.dispatches.begin() + 1,
+      {"split", {B(4), B(8), B(9)}, abi::SplitParams{2, 3}, "split"});
   expectLoadError(m, {"dispatches[1] split", "axis 2",
                       "3 blocks per row do not divide every operand's width"});
 }

@@ -3,6 +3,7 @@
 #include "test/unit/engine/TinyArtifact.h"
 
 #include "runtime/artifact/ArtifactWriter.h"
+#include "runtime/artifact/KernelParamsFb.h"
 
 #include <algorithm>
 #include <atomic>
@@ -74,10 +75,10 @@ TinyModel simpleModel(const std::vector<std::string> &plans) {
     p.inputs = {0, 1, 2, 3};
     p.outputs = {7, 5};
     p.dispatches = {
-        {"embedding", {B(0), W(kEmbed), B(4)}, {}, {}, "embed"},
-        {"rms_norm", {B(4), W(kNorm), B(5)}, {}, {1e-5f}, "norm"},
-        {"take_rows", {B(5), B(3), B(6)}, {}, {}, "select"},
-        {"matmul", {B(6), W(kLmHead), B(7)}, {}, {}, "lm_head"},
+        {"embedding", {B(0), W(kEmbed), B(4)}, {}, "embed"},
+        {"rms_norm", {B(4), W(kNorm), B(5)}, abi::RmsNormParams{1e-5f}, "norm"},
+        {"take_rows", {B(5), B(3), B(6)}, {}, "select"},
+        {"matmul", {B(6), W(kLmHead), B(7)}, {}, "lm_head"},
     };
     m.plans.push_back(std::move(p));
   }
@@ -104,19 +105,21 @@ TinyModel attentionModel(const std::vector<std::string> &plans) {
     p.inputs = {0, 1, 2, 3};
     p.outputs = {9, 10};
     p.dispatches = {
-        {"embedding", {B(0), W(kEmbed), B(4)}, {}, {}, "embed"},
-        {"rms_norm", {B(4), W(kNorm), B(5)}, {}, {1e-5f}, "norm"},
-        {"kv_append", {C(0), B(1), B(2), B(5)}, {}, {}, "k"},
-        {"kv_append", {C(1), B(1), B(2), B(4)}, {}, {}, "v"},
+        {"embedding", {B(0), W(kEmbed), B(4)}, {}, "embed"},
+        {"rms_norm", {B(4), W(kNorm), B(5)}, abi::RmsNormParams{1e-5f}, "norm"},
+        {"kv_append", {C(0), B(1), B(2), B(5)}, {}, "k"},
+        {"kv_append", {C(1), B(1), B(2), B(4)}, {}, "v"},
         {"gqa_attention",
          {B(5), C(0), C(1), B(1), B(2), B(6)},
-         {2},
-         {0.5f},
+         abi::GqaAttentionParams{2, 0.5f},
          "attn"},
-        {"add", {B(5), B(6), B(7)}, {}, {}, "residual"},
-        {"rms_norm", {B(7), W(kNorm), B(10)}, {}, {1e-5f}, "final_norm"},
-        {"take_rows", {B(10), B(3), B(8)}, {}, {}, "select"},
-        {"matmul", {B(8), W(kLmHead), B(9)}, {}, {}, "lm_head"},
+        {"add", {B(5), B(6), B(7)}, {}, "residual"},
+        {"rms_norm",
+         {B(7), W(kNorm), B(10)},
+         abi::RmsNormParams{1e-5f},
+         "final_norm"},
+        {"take_rows", {B(10), B(3), B(8)}, {}, "select"},
+        {"matmul", {B(8), W(kLmHead), B(9)}, {}, "lm_head"},
     };
     m.plans.push_back(std::move(p));
   }
@@ -153,7 +156,8 @@ Offset<fb::Kernel> gpuKernel(FlatBufferBuilder &fbb, const TinyModel &model,
   std::string symbol = "kiln_test_" + name + "_gfx950";
   std::vector<int64_t> mul = {1, 0, 0}, add = {0, 1, 1}, div = {1, 1, 1};
   std::vector<int32_t> rowsOf = {-1, -1, -1};
-  std::vector<uint32_t> args = {0, 3}; // dispatch arg 0's data, R
+  std::vector<fb::GpuArg> args = {{fb::GpuArgPart::Data, 0},
+                                  {fb::GpuArgPart::Rows, 0}};
   std::vector<Offset<fb::GpuLaunch>> launches = {fb::CreateGpuLaunchDirect(
       fbb, symbol.c_str(), 64, 0, &mul, &add, &div, &rowsOf, &args)};
   std::vector<Offset<fb::KernelSymbol>> symbols = {fb::CreateKernelSymbolDirect(
@@ -209,8 +213,9 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
           kernelIndex.emplace(d.kernel, uint32_t(kernels.size()));
       if (inserted)
         kernels.push_back(gpuKernel(fbb, model, d.kernel));
+      auto [paramsType, params] = abi::writeParams(fbb, d.params);
       dispatches.push_back(fb::CreateDispatchDirect(
-          fbb, it->second, &d.args, &d.ints, &d.floats, d.location.c_str()));
+          fbb, it->second, &d.args, paramsType, params, d.location.c_str()));
     }
     plans.push_back(fb::CreatePlanDirect(fbb, p.name.c_str(), &buffers,
                                          &p.inputs, &p.outputs, &dispatches));

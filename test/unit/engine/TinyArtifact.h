@@ -19,6 +19,7 @@
 
 #include "runtime/artifact/kiln_artifact_generated.h"
 #include "support/Status.h"
+#include "support/abi/KernelContract.h"
 
 #include <cstdint>
 #include <string>
@@ -49,10 +50,9 @@ struct TinyBuffer {
 };
 
 struct TinyDispatch {
-  std::string kernel;
+  std::string kernel; // by name, so a test can name an unknown kernel
   std::vector<fb::Arg> args;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
+  abi::Params params; // stored under its own struct's union tag
   std::string location;
 };
 

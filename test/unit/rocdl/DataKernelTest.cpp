@@ -734,11 +734,8 @@ TEST(DataLowering, SwappedBroadcastAddOfOneRowBuffer) {
   LoweringCase c;
   uint32_t vec = c.buffer(kOne, {8}), full = c.buffer(kTokens, {24}),
            out = c.buffer(kTokens, {24});
-  c.dispatch = {kiln::abi::Kernel::Add,
-                {bufArg(vec), bufArg(full), bufArg(out)},
-                {},
-                {},
-                ""};
+  c.dispatch = {
+      kiln::abi::Kernel::Add, {bufArg(vec), bufArg(full), bufArg(out)}, {}, ""};
   std::optional<emit::GpuDispatchLowering> l = c.lower();
   ASSERT_TRUE(l.has_value());
   const int64_t t = 300; // several workgroups
@@ -755,7 +752,6 @@ TEST(DataLowering, MulByVectorWeight) {
   uint32_t w = c.vectorWeight(5);
   c.dispatch = {kiln::abi::Kernel::Mul,
                 {bufArg(x), {emit::ArgKind::Weight, w}, bufArg(out)},
-                {},
                 {},
                 ""};
   std::optional<emit::GpuDispatchLowering> l = c.lower();
@@ -776,8 +772,7 @@ TEST(DataLowering, SplitThenConcatRoundTrips) {
            c = s.buffer(kTokens, {3, 4});
   s.dispatch = {kiln::abi::Kernel::Split,
                 {bufArg(whole), bufArg(a), bufArg(b), bufArg(c)},
-                {2, 3},
-                {},
+                kiln::abi::SplitParams{2, 3},
                 ""};
   std::optional<emit::GpuDispatchLowering> split = s.lower();
   ASSERT_TRUE(split.has_value());
@@ -802,8 +797,7 @@ TEST(DataLowering, SplitThenConcatRoundTrips) {
            kc = k.buffer(kTokens, {3, 4}), kw = k.buffer(kTokens, {3, 13});
   k.dispatch = {kiln::abi::Kernel::Concat,
                 {bufArg(ka), bufArg(kb), bufArg(kc), bufArg(kw)},
-                {2, 3},
-                {},
+                kiln::abi::ConcatParams{2, 3},
                 ""};
   std::optional<emit::GpuDispatchLowering> concat = k.lower();
   ASSERT_TRUE(concat.has_value());
@@ -824,8 +818,7 @@ TEST(DataLowering, TopKGatherSoftmaxOnGroupedRows) {
            ib = c.buffer(kTokens, {2, 3}, true);
   c.dispatch = {kiln::abi::Kernel::TopK,
                 {bufArg(xb), bufArg(vb), bufArg(ib)},
-                {3},
-                {},
+                kiln::abi::TopKParams{3},
                 ""};
   std::optional<emit::GpuDispatchLowering> topk = c.lower();
   ASSERT_TRUE(topk.has_value());
@@ -840,11 +833,8 @@ TEST(DataLowering, TopKGatherSoftmaxOnGroupedRows) {
   LoweringCase g;
   uint32_t gx = g.buffer(kTokens, {2, 10}),
            gi = g.buffer(kTokens, {2, 3}, true), go = g.buffer(kTokens, {2, 3});
-  g.dispatch = {kiln::abi::Kernel::Gather,
-                {bufArg(gx), bufArg(gi), bufArg(go)},
-                {},
-                {},
-                ""};
+  g.dispatch = {
+      kiln::abi::Kernel::Gather, {bufArg(gx), bufArg(gi), bufArg(go)}, {}, ""};
   std::optional<emit::GpuDispatchLowering> gather = g.lower();
   ASSERT_TRUE(gather.has_value());
   std::vector<float> picked(t * 6), expectG(t * 6);
@@ -856,8 +846,7 @@ TEST(DataLowering, TopKGatherSoftmaxOnGroupedRows) {
 
   LoweringCase m;
   uint32_t mx = m.buffer(kTokens, {2, 10}), my = m.buffer(kTokens, {2, 10});
-  m.dispatch = {
-      kiln::abi::Kernel::Softmax, {bufArg(mx), bufArg(my)}, {}, {}, ""};
+  m.dispatch = {kiln::abi::Kernel::Softmax, {bufArg(mx), bufArg(my)}, {}, ""};
   std::optional<emit::GpuDispatchLowering> softmax = m.lower();
   ASSERT_TRUE(softmax.has_value());
   std::vector<float> sx = randomFloats(t * 20, 97), sy(t * 20), se(t * 20);
@@ -870,11 +859,8 @@ TEST(DataLowering, TakeRowsCountsTheIndexRows) {
   LoweringCase c;
   uint32_t x = c.buffer(kTokens, {6}), r = c.buffer(kSelected, {1}, true),
            out = c.buffer(kSelected, {6});
-  c.dispatch = {kiln::abi::Kernel::TakeRows,
-                {bufArg(x), bufArg(r), bufArg(out)},
-                {},
-                {},
-                ""};
+  c.dispatch = {
+      kiln::abi::Kernel::TakeRows, {bufArg(x), bufArg(r), bufArg(out)}, {}, ""};
   std::optional<emit::GpuDispatchLowering> l = c.lower();
   ASSERT_TRUE(l.has_value());
   const int64_t t = 9;
@@ -894,7 +880,7 @@ TEST(DataLowering, LeavesUncoveredShapesToTheCpu) {
   uint32_t a = c.buffer(kTokens, {8}), b = c.buffer(kTokens, {4}),
            out = c.buffer(kTokens, {8});
   c.dispatch = {
-      kiln::abi::Kernel::Add, {bufArg(a), bufArg(b), bufArg(out)}, {}, {}, ""};
+      kiln::abi::Kernel::Add, {bufArg(a), bufArg(b), bufArg(out)}, {}, ""};
   EXPECT_FALSE(c.lower().has_value());
 }
 

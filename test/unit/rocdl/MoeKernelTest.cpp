@@ -431,8 +431,14 @@ std::string runGpu(MoeFixture &f, std::vector<float> &out,
     d.args.push_back(c.shared ? ArgSpec{ArgKind::Weight, 5 + i}
                               : ArgSpec{ArgKind::None, 0});
   d.args.push_back({ArgKind::Buffer, 1});
-  d.ints = {c.topk, c.groups, c.topkGroup, 1, 64};
-  d.floats = {f.scale};
+  kiln::abi::MoeParams params;
+  params.topK = c.topk;
+  params.nGroup = c.groups;
+  params.topkGroup = c.topkGroup;
+  params.normTopkProb = true;
+  params.blockSize = 64;
+  params.scale = f.scale;
+  d.params = params;
   plan.dispatches = {d};
   GpuDispatchContext context{plan, plan.dispatches[0], program, weights};
   std::optional<GpuDispatchLowering> lowering = lowerGpuDispatch(context);

@@ -1,0 +1,158 @@
+//===- Kernels.td - The kernel contract, declared once ----*- tablegen -*-===//
+//
+// Every kernel a plan can dispatch: its arguments in order (what each may
+// refer to, its element type, whether it is optional, written, variadic)
+// and its typed parameters. support/abi/gen_kernel_abi.py reads this file
+// (through `llvm-tblgen --dump-json`) and generates, at build time:
+//
+//   support/abi/KernelContract.h   the Kernel enum, the names, the argument
+//                                  and parameter tables, one plain struct per
+//                                  kernel's parameters (both sides use it);
+//   runtime/artifact/KernelParams.fbs   one FlatBuffers table per kernel's
+//                                  parameters and the union `KernelParams`
+//                                  that Dispatch.params holds;
+//   runtime/artifact/KernelParamsFb.h   the structs to and from that union.
+//
+// The structural checks both sides run on a dispatch (argument count, kinds,
+// None only where optional, buffer element types, outputs that must not
+// alias inputs) read the generated tables (support/abi/Signature.h); the
+// rules that relate one argument's shape to another's stay in C++
+// (runtime/engine/PlanValidator.cpp).
+//
+// Kernels are numbered in the order they appear here, and that number is
+// the union tag in the artifact: append new kernels at the end (any other
+// change bumps FORMAT_VERSION in runtime/artifact/ArtifactFormat.h).
+//
+//===----------------------------------------------------------------------===//
+
+// --- Arguments ---------------------------------------------------------------
+
+// `kinds`: what the argument may refer to, any of "B" (an activation buffer),
+// "W" (a weight) and "C" (a cache). `dtype`: for buffers, "f32", "i32", "any"
+// or "like:NAME" (the element type of argument NAME).
+class Arg<string n, string k, string t> {
+  string name = n;
+  string kinds = k;
+  string dtype = t;
+  bit optional = 0; // may be None
+  bit output = 0;   // written by the kernel
+  bit variadic = 0; // one or more arguments
+}
+class Buf<string n, string t = "f32"> : Arg<n, "B", t>;
+class OptBuf<string n, string t = "f32"> : Arg<n, "B", t> { let optional = 1; }
+class Out<string n, string t = "f32"> : Arg<n, "B", t> { let output = 1; }
+class Weight<string n> : Arg<n, "W", "any">;
+class OptWeight<string n> : Arg<n, "W", "any"> { let optional = 1; }
+class Cache<string n> : Arg<n, "C", "any">;
+// A buffer or a vector weight (broadcast along the rows).
+class BufOrWeight<string n> : Arg<n, "BW", "f32">;
+class Bufs<string n, string t> : Arg<n, "B", t> { let variadic = 1; }
+class Outs<string n, string t> : Arg<n, "B", t> {
+  let output = 1;
+  let variadic = 1;
+}
+
+// --- Parameters --------------------------------------------------------------
+
+class Param<string n, string t, string d> {
+  string name = n;
+  string type = t; // "i64", "f32" or "bool"
+  string doc = d;
+}
+class I64<string n, string d = ""> : Param<n, "i64", d>;
+class F32<string n, string d = ""> : Param<n, "f32", d>;
+class Bool<string n, string d = ""> : Param<n, "bool", d>;
+
+// --- Kernels -----------------------------------------------------------------
+
+// `inPlace`: 0 when no output may share a buffer with an input.
+class Kernel<string n, list<Arg> a, list<Param> p = []> {
+  string name = n;
+  list<Arg> args = a;
+  list<Param> params = p;
+  bit inPlace = 1;
+  string summary = "";
+}
+
+def Embedding : Kernel<"embedding",
+    [Buf<"ids", "i32">, Weight<"table">, Out<"out">]> {
+  let summary = "out[t] = table[ids[t]]";
+}
+def RmsNorm : Kernel<"rms_norm", [Buf<"x">, Weight<"weight">, Out<"out">],
+    [F32<"eps">]> {
+  let summary = "RMS norm over each group of len(weight) values";
+}
+def LayerNorm : Kernel<"layer_norm",
+    [Buf<"x">, Weight<"weight">, Weight<"bias">, Out<"out">], [F32<"eps">]>;
+def Matmul : Kernel<"matmul", [Buf<"x">, Weight<"weight">, Out<"out">]> {
+  let summary = "out = x weight^T, the weight in any stored layout";
+  let inPlace = 0;
+}
+def Rope : Kernel<"rope", [Buf<"x">, Buf<"positions", "i32">, Out<"out">],
+    [I64<"style", "0 interleaved, 1 neox">,
+     I64<"offset", "first rotated dim of each head">,
+     I64<"rotary_dim">, I64<"heads">, F32<"theta">]>;
+def Sigmoid : Kernel<"sigmoid", [Buf<"x">, Out<"out">]>;
+def Silu : Kernel<"silu", [Buf<"x">, Out<"out">]>;
+def Relu : Kernel<"relu", [Buf<"x">, Out<"out">]>;
+def Add : Kernel<"add", [BufOrWeight<"lhs">, BufOrWeight<"rhs">, Out<"out">]> {
+  let summary = "one operand may be one row or a vector weight (broadcast)";
+}
+def Mul : Kernel<"mul", [BufOrWeight<"lhs">, BufOrWeight<"rhs">, Out<"out">]>;
+def Scale : Kernel<"scale", [Buf<"x">, Out<"out">], [F32<"factor">]>;
+def Softmax : Kernel<"softmax", [Buf<"x">, Out<"out">]>;
+def Normalize : Kernel<"normalize", [Buf<"x">, Out<"out">], [F32<"eps">]>;
+def TopK : Kernel<"top_k",
+    [Buf<"x">, Out<"values">, Out<"indices", "i32">], [I64<"k">]> {
+  let inPlace = 0;
+}
+def GroupLimit : Kernel<"group_limit", [Buf<"x">, Out<"out">],
+    [I64<"n_group">, I64<"topk_group">]>;
+def Gather : Kernel<"gather",
+    [Buf<"x">, Buf<"indices", "i32">, Out<"out">]> {
+  let inPlace = 0;
+}
+def Argmax : Kernel<"argmax", [Buf<"x">, Out<"out", "i32">]>;
+def Split : Kernel<"split", [Buf<"x", "any">, Outs<"out", "like:x">],
+    [I64<"axis", "counting the rows as axis 0">,
+     I64<"outer", "blocks per row: the product of the dims before the axis">]> {
+  let inPlace = 0;
+}
+def Concat : Kernel<"concat", [Bufs<"in", "like:out">, Out<"out", "any">],
+    [I64<"axis", "counting the rows as axis 0">,
+     I64<"outer", "blocks per row: the product of the dims before the axis">]> {
+  let inPlace = 0;
+}
+def TakeRows : Kernel<"take_rows",
+    [Buf<"x", "any">, Buf<"rows", "i32">, Out<"out", "like:x">]> {
+  let inPlace = 0;
+}
+def KvAppend : Kernel<"kv_append",
+    [Cache<"cache">, Buf<"seq", "i32">, Buf<"pos", "i32">, Buf<"values">]>;
+def MlaAttention : Kernel<"mla_attention",
+    [Buf<"q_nope">, Buf<"q_pe">, Weight<"kv_b">, Cache<"latent">,
+     Buf<"seq", "i32">, Buf<"pos", "i32">, OptBuf<"top_k", "i32">, Out<"out">],
+    [I64<"heads">, F32<"scale">]> {
+  let inPlace = 0;
+}
+def IndexerTopK : Kernel<"indexer_top_k",
+    [Buf<"q">, Buf<"weights">, Cache<"keys">, Buf<"seq", "i32">,
+     Buf<"pos", "i32">, Out<"out", "i32">],
+    [I64<"k">, I64<"heads">, F32<"scale">]>;
+def GqaAttention : Kernel<"gqa_attention",
+    [Buf<"q">, Cache<"k">, Cache<"v">, Buf<"seq", "i32">, Buf<"pos", "i32">,
+     Out<"out">],
+    [I64<"q_heads">, F32<"scale">]> {
+  let inPlace = 0;
+}
+def Moe : Kernel<"moe",
+    [Buf<"x">, Weight<"router">, Weight<"bias">, Weight<"gate">, Weight<"up">,
+     Weight<"down">, OptWeight<"shared_gate">, OptWeight<"shared_up">,
+     OptWeight<"shared_down">, Out<"out">],
+    [I64<"top_k">, I64<"n_group">, I64<"topk_group">, Bool<"norm_topk_prob">,
+     I64<"block_size", "rows per expert block of the routed GEMMs">,
+     F32<"scale", "routed_scaling_factor">]> {
+  let inPlace = 0;
+  let summary = "routed experts (support/abi/MoeRules.h) plus the optional "
+                "shared expert";
+}

@@ -1,0 +1,1 @@
+def BadKinds : Kernel<"bad_kinds", [Arg<"x", "Q", "f32">]>;

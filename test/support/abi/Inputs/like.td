@@ -1,0 +1,1 @@
+def BadLike : Kernel<"bad_like", [Buf<"x">, Out<"out", "like:y">]>;

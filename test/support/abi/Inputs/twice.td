@@ -1,0 +1,1 @@
+def Matmul2 : Kernel<"matmul", [Buf<"x">, Out<"out">]>;

@@ -1,0 +1,1 @@
+def BadType : Kernel<"bad_type", [Buf<"x">], [Param<"n", "i8", "">]>;
