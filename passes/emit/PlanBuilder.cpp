@@ -181,6 +181,8 @@ private:
   Status lower(Operation *op, int64_t position);
   Status emit(Kernel kernel, Operation *op, std::vector<ArgSpec> args,
               abi::Params params = {});
+  Status lowerByDeclaration(Kernel kernel, Operation *op, uint8_t rows,
+                            int64_t position);
 
   ProgramTables &tables_;
   ModuleOp module_;
@@ -263,8 +265,9 @@ Status PlanLowering::emit(Kernel kernel, Operation *op,
   std::string error =
       abi::signatureError(kernel, args, params, [&](uint32_t index) {
         const BufferSpec &b = plan_.buffers[index];
-        return abi::BufferFacts{b.name, b.i32 ? abi::ElemType::I32
-                                              : abi::ElemType::F32};
+        return abi::BufferFacts{b.name,
+                                b.i32 ? abi::ElemType::I32 : abi::ElemType::F32,
+                                abi::RowsKind(b.rows), b.rowElems()};
       });
   if (!error.empty())
     return opError(op, std::string("lowers to a ") +
@@ -397,14 +400,6 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
                 {buffer(r.getInput()), buffer(r.getPositions()), out(r, rows)},
                 p);
   }
-  if (auto s = dyn_cast<SigmoidOp>(op))
-    return unary(Kernel::Sigmoid, s.getInput(), s);
-  if (auto s = dyn_cast<SiluOp>(op))
-    return unary(Kernel::Silu, s.getInput(), s);
-  if (auto s = dyn_cast<ReluOp>(op))
-    return unary(Kernel::Relu, s.getInput(), s);
-  if (auto s = dyn_cast<SoftmaxOp>(op))
-    return unary(Kernel::Softmax, s.getInput(), s);
   if (auto s = dyn_cast<ScaleOp>(op))
     return unary(Kernel::Scale, s.getInput(), s,
                  abi::ScaleParams{s.getFactor().convertToFloat()});
@@ -540,8 +535,55 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
         {buffer(m.getInput()), router, bias, g, u, d, sg, su, sd, out(m, rows)},
         p);
   }
+  // Kernels whose declaration names this op (Kernels.td `op`).
+  Kernel declared;
+  if (abi::kernelForOp(op->getName().getStringRef(), declared))
+    return lowerByDeclaration(declared, op, rows, pos);
   return opError(op, "no CPU kernel lowers this op (is the module fused? run "
                      "the kiln-fuse-graph pipeline first)");
+}
+
+/// Operands in order as the kernel's inputs, results in order as its
+/// outputs, and each parameter from the attribute of the same name.
+Status PlanLowering::lowerByDeclaration(Kernel kernel, Operation *op,
+                                        uint8_t rows, int64_t position) {
+  std::vector<ArgSpec> args;
+  for (Value v : op->getOperands()) {
+    KILN_ASSIGN_OR_RETURN(ArgSpec a, operand(op, v));
+    args.push_back(a);
+  }
+  for (Value r : op->getResults())
+    args.push_back({ArgKind::Buffer, allocate(r, rows, position)});
+  abi::Params params = abi::defaultParams(kernel);
+  std::string missing;
+  std::visit(
+      [&](auto &fields) {
+        abi::visitFields(fields, [&](const char *name, auto &field) {
+          using T = std::decay_t<decltype(field)>;
+          Attribute attr = op->getAttr(name);
+          if constexpr (std::is_same_v<T, bool>) {
+            if (auto b = dyn_cast_or_null<BoolAttr>(attr))
+              field = b.getValue();
+            else
+              field = isa_and_nonnull<UnitAttr>(attr);
+          } else if (auto i = dyn_cast_or_null<IntegerAttr>(attr);
+                     i && std::is_integral_v<T>) {
+            field = T(i.getInt());
+          } else if (auto f = dyn_cast_or_null<FloatAttr>(attr);
+                     f && std::is_floating_point_v<T>) {
+            field = T(f.getValueAsDouble());
+          } else if (missing.empty()) {
+            missing = name;
+          }
+        });
+      },
+      params);
+  if (!missing.empty())
+    return opError(op, "lowers to " +
+                           std::string(abi::kKernelNames[size_t(kernel)]) +
+                           ", whose parameter '" + missing +
+                           "' has no attribute of its type on the op");
+  return emit(kernel, op, std::move(args), std::move(params));
 }
 
 } // namespace

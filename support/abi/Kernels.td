@@ -63,86 +63,146 @@ class I64<string n, string d = ""> : Param<n, "i64", d>;
 class F32<string n, string d = ""> : Param<n, "f32", d>;
 class Bool<string n, string d = ""> : Param<n, "bool", d>;
 
+// --- Row rules ---------------------------------------------------------------
+
+// Rules between two buffer arguments (skipped where either is not a buffer,
+// applied to each argument a variadic one stands for): the same kind of rows
+// (Tokens, Selected, One), the same number of values per row, or one value
+// per row.
+class RowRule<string k, string a, string b> {
+  string kind = k;
+  string lhs = a;
+  string rhs = b;
+}
+class SameRows<string a, string b> : RowRule<"same_rows", a, b>;
+class SameWidth<string a, string b> : RowRule<"same_width", a, b>;
+class OnePerRow<string a> : RowRule<"one_per_row", a, a>;
+// Both of the above: `b` is a row-for-row image of `a`.
+class Like<string a, string b> : RowRule<"like", a, b>;
+
 // --- Kernels -----------------------------------------------------------------
 
 // `inPlace`: 0 when no output may share a buffer with an input.
+// `op`: a kiln dialect op the plan builder lowers to this kernel by itself:
+// operands in order as the inputs, results in order as the outputs, each
+// parameter from the op's attribute of the same name. Empty when
+// passes/emit/PlanBuilder.cpp lowers the kernel by hand.
 class Kernel<string n, list<Arg> a, list<Param> p = []> {
   string name = n;
   list<Arg> args = a;
   list<Param> params = p;
+  list<RowRule> rows = [];
   bit inPlace = 1;
+  string op = "";
   string summary = "";
 }
 
 def Embedding : Kernel<"embedding",
     [Buf<"ids", "i32">, Weight<"table">, Out<"out">]> {
+  let rows = [OnePerRow<"ids">, SameRows<"ids", "out">];
   let summary = "out[t] = table[ids[t]]";
 }
 def RmsNorm : Kernel<"rms_norm", [Buf<"x">, Weight<"weight">, Out<"out">],
     [F32<"eps">]> {
+  let rows = [Like<"x", "out">];
   let summary = "RMS norm over each group of len(weight) values";
 }
 def LayerNorm : Kernel<"layer_norm",
-    [Buf<"x">, Weight<"weight">, Weight<"bias">, Out<"out">], [F32<"eps">]>;
+    [Buf<"x">, Weight<"weight">, Weight<"bias">, Out<"out">], [F32<"eps">]> {
+  let rows = [Like<"x", "out">];
+}
 def Matmul : Kernel<"matmul", [Buf<"x">, Weight<"weight">, Out<"out">]> {
+  let rows = [SameRows<"x", "out">];
   let summary = "out = x weight^T, the weight in any stored layout";
   let inPlace = 0;
 }
 def Rope : Kernel<"rope", [Buf<"x">, Buf<"positions", "i32">, Out<"out">],
     [I64<"style", "0 interleaved, 1 neox">,
      I64<"offset", "first rotated dim of each head">,
-     I64<"rotary_dim">, I64<"heads">, F32<"theta">]>;
-def Sigmoid : Kernel<"sigmoid", [Buf<"x">, Out<"out">]>;
-def Silu : Kernel<"silu", [Buf<"x">, Out<"out">]>;
-def Relu : Kernel<"relu", [Buf<"x">, Out<"out">]>;
+     I64<"rotary_dim">, I64<"heads">, F32<"theta">]> {
+  let rows = [OnePerRow<"positions">, SameRows<"x", "positions">,
+              Like<"x", "out">];
+}
+class Elementwise<string n, list<Param> p = []>
+    : Kernel<n, [Buf<"x">, Out<"out">], p> {
+  let rows = [Like<"x", "out">];
+  let op = "kiln." # n;
+}
+def Sigmoid : Elementwise<"sigmoid">;
+def Silu : Elementwise<"silu">;
+def Relu : Elementwise<"relu">;
 def Add : Kernel<"add", [BufOrWeight<"lhs">, BufOrWeight<"rhs">, Out<"out">]> {
   let summary = "one operand may be one row or a vector weight (broadcast)";
 }
 def Mul : Kernel<"mul", [BufOrWeight<"lhs">, BufOrWeight<"rhs">, Out<"out">]>;
-def Scale : Kernel<"scale", [Buf<"x">, Out<"out">], [F32<"factor">]>;
-def Softmax : Kernel<"softmax", [Buf<"x">, Out<"out">]>;
-def Normalize : Kernel<"normalize", [Buf<"x">, Out<"out">], [F32<"eps">]>;
+def Scale : Kernel<"scale", [Buf<"x">, Out<"out">], [F32<"factor">]> {
+  let rows = [Like<"x", "out">];
+}
+def Softmax : Elementwise<"softmax">;
+def Normalize : Kernel<"normalize", [Buf<"x">, Out<"out">], [F32<"eps">]> {
+  let rows = [Like<"x", "out">];
+}
 def TopK : Kernel<"top_k",
     [Buf<"x">, Out<"values">, Out<"indices", "i32">], [I64<"k">]> {
+  let rows = [SameRows<"x", "values">, Like<"values", "indices">];
   let inPlace = 0;
 }
 def GroupLimit : Kernel<"group_limit", [Buf<"x">, Out<"out">],
-    [I64<"n_group">, I64<"topk_group">]>;
+    [I64<"n_group">, I64<"topk_group">]> {
+  let rows = [Like<"x", "out">];
+}
 def Gather : Kernel<"gather",
     [Buf<"x">, Buf<"indices", "i32">, Out<"out">]> {
+  let rows = [SameRows<"x", "indices">, Like<"indices", "out">];
   let inPlace = 0;
 }
-def Argmax : Kernel<"argmax", [Buf<"x">, Out<"out", "i32">]>;
+def Argmax : Kernel<"argmax", [Buf<"x">, Out<"out", "i32">]> {
+  let rows = [SameRows<"x", "out">];
+}
 def Split : Kernel<"split", [Buf<"x", "any">, Outs<"out", "like:x">],
     [I64<"axis", "counting the rows as axis 0">,
      I64<"outer", "blocks per row: the product of the dims before the axis">]> {
+  let rows = [SameRows<"x", "out">];
   let inPlace = 0;
 }
 def Concat : Kernel<"concat", [Bufs<"in", "like:out">, Out<"out", "any">],
     [I64<"axis", "counting the rows as axis 0">,
      I64<"outer", "blocks per row: the product of the dims before the axis">]> {
+  let rows = [SameRows<"out", "in">];
   let inPlace = 0;
 }
 def TakeRows : Kernel<"take_rows",
     [Buf<"x", "any">, Buf<"rows", "i32">, Out<"out", "like:x">]> {
+  let rows = [OnePerRow<"rows">, SameWidth<"x", "out">, SameRows<"rows", "out">];
   let inPlace = 0;
 }
 def KvAppend : Kernel<"kv_append",
-    [Cache<"cache">, Buf<"seq", "i32">, Buf<"pos", "i32">, Buf<"values">]>;
+    [Cache<"cache">, Buf<"seq", "i32">, Buf<"pos", "i32">, Buf<"values">]> {
+  let rows = [OnePerRow<"seq">, OnePerRow<"pos">, SameRows<"values", "seq">,
+              SameRows<"values", "pos">];
+}
 def MlaAttention : Kernel<"mla_attention",
     [Buf<"q_nope">, Buf<"q_pe">, Weight<"kv_b">, Cache<"latent">,
      Buf<"seq", "i32">, Buf<"pos", "i32">, OptBuf<"top_k", "i32">, Out<"out">],
     [I64<"heads">, F32<"scale">]> {
+  let rows = [SameRows<"q_nope", "q_pe">, OnePerRow<"seq">, OnePerRow<"pos">,
+              SameRows<"q_nope", "seq">, SameRows<"q_nope", "pos">,
+              SameRows<"q_nope", "top_k">, SameRows<"q_nope", "out">];
   let inPlace = 0;
 }
 def IndexerTopK : Kernel<"indexer_top_k",
     [Buf<"q">, Buf<"weights">, Cache<"keys">, Buf<"seq", "i32">,
      Buf<"pos", "i32">, Out<"out", "i32">],
-    [I64<"k">, I64<"heads">, F32<"scale">]>;
+    [I64<"k">, I64<"heads">, F32<"scale">]> {
+  let rows = [SameRows<"q", "weights">, OnePerRow<"seq">, OnePerRow<"pos">,
+              SameRows<"q", "seq">, SameRows<"q", "pos">, SameRows<"q", "out">];
+}
 def GqaAttention : Kernel<"gqa_attention",
     [Buf<"q">, Cache<"k">, Cache<"v">, Buf<"seq", "i32">, Buf<"pos", "i32">,
      Out<"out">],
     [I64<"q_heads">, F32<"scale">]> {
+  let rows = [OnePerRow<"seq">, OnePerRow<"pos">, SameRows<"q", "seq">,
+              SameRows<"q", "pos">, SameRows<"q", "out">];
   let inPlace = 0;
 }
 def Moe : Kernel<"moe",
@@ -152,6 +212,7 @@ def Moe : Kernel<"moe",
     [I64<"top_k">, I64<"n_group">, I64<"topk_group">, Bool<"norm_topk_prob">,
      I64<"block_size", "rows per expert block of the routed GEMMs">,
      F32<"scale", "routed_scaling_factor">]> {
+  let rows = [Like<"x", "out">];
   let inPlace = 0;
   let summary = "routed experts (support/abi/MoeRules.h) plus the optional "
                 "shared expert";

@@ -85,6 +85,18 @@ const char *elemTypeName(ElemType type) {
   return "another type";
 }
 
+const char *rowsKindName(RowsKind rows) {
+  switch (rows) {
+  case RowsKind::Tokens:
+    return "Tokens";
+  case RowsKind::Selected:
+    return "Selected";
+  case RowsKind::One:
+    break;
+  }
+  return "One";
+}
+
 const char *refKindName(RefKind kind) {
   switch (kind) {
   case RefKind::Buffer:
@@ -173,6 +185,41 @@ std::string signatureError(Kernel kernel, const std::vector<ArgRef> &args,
     if (b.type != want)
       return argLabel(kernel, i, n) + ": buffer '" + b.name + "' is " +
              elemTypeName(b.type) + ", expected " + elemTypeName(want) + why;
+  }
+  // Row rules, over every argument each side of a rule stands for.
+  for (int r = 0; r < d.numRules; ++r) {
+    const RowRuleDecl &rule = d.rules[r];
+    for (size_t i = 0; i < n; ++i) {
+      if (argDeclAt(kernel, i, n) != &d.args[rule.lhs] ||
+          args[i].kind != RefKind::Buffer)
+        continue;
+      BufferFacts a = buffer(args[i].index);
+      if (rule.kind == RowRuleKind::OnePerRow) {
+        if (a.width != 1)
+          return argLabel(kernel, i, n) + ": buffer '" + a.name + "' has " +
+                 std::to_string(a.width) + " values per row, expected 1";
+        continue;
+      }
+      for (size_t j = 0; j < n; ++j) {
+        if (argDeclAt(kernel, j, n) != &d.args[rule.rhs] ||
+            args[j].kind != RefKind::Buffer)
+          continue;
+        BufferFacts b = buffer(args[j].index);
+        bool rows = rule.kind == RowRuleKind::SameRows ||
+                    rule.kind == RowRuleKind::Like;
+        bool width = rule.kind == RowRuleKind::SameWidth ||
+                     rule.kind == RowRuleKind::Like;
+        if (rows && a.rows != b.rows)
+          return argLabel(kernel, j, n) + ": buffer '" + b.name + "' has " +
+                 rowsKindName(b.rows) + " rows but " + argLabel(kernel, i, n) +
+                 " '" + a.name + "' has " + rowsKindName(a.rows);
+        if (width && a.width != b.width)
+          return argLabel(kernel, j, n) + ": buffer '" + b.name + "' has " +
+                 std::to_string(b.width) + " values per row, expected " +
+                 std::to_string(a.width) + " (as " + argLabel(kernel, i, n) +
+                 " '" + a.name + "')";
+      }
+    }
   }
   if (!d.inPlace)
     for (size_t o = 0; o < n; ++o) {

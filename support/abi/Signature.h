@@ -5,9 +5,10 @@
 // one: the argument count (variadic arguments expanded), what each argument
 // refers to, None only where the declaration says optional, the element type
 // of each buffer argument, outputs that share a buffer with an input where
-// the kernel cannot work in place, and parameters of the kernel's own type.
-// Errors name the argument as `args[2] 'out'`. The rules relating one
-// argument's shape to another's are the caller's.
+// the kernel cannot work in place, parameters of the kernel's own type, and
+// the declared row rules between buffers (same rows, same width, one value
+// per row). Errors name the argument as `args[2] 'out'`. Rules that need a
+// weight's or cache's shape, or a parameter's value, are the caller's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,10 +33,15 @@ struct ArgRef {
 
 /// A buffer's element type, as far as the contract distinguishes them.
 enum class ElemType : uint8_t { F32, I32, Other };
+/// How many rows a buffer has per call; the order of fb::Rows.
+enum class RowsKind : uint8_t { Tokens, Selected, One };
 struct BufferFacts {
   std::string name;
   ElemType type = ElemType::F32;
+  RowsKind rows = RowsKind::Tokens;
+  int64_t width = 1; // values per row
 };
+const char *rowsKindName(RowsKind rows);
 
 /// The declaration entry of argument `i` of a dispatch with `n` arguments;
 /// nullptr when `n` does not fit the declaration.

@@ -17,6 +17,8 @@ import sys
 CPP_TYPES = {"i64": "int64_t", "f32": "float", "bool": "bool"}
 FBS_TYPES = {"i64": "long", "f32": "float", "bool": "bool"}
 ARG_TYPES = {"any": "Any", "f32": "F32", "i32": "I32"}
+RULE_KINDS = {"same_rows": "SameRows", "same_width": "SameWidth",
+              "one_per_row": "OnePerRow", "like": "Like"}
 
 
 def fail(message):
@@ -46,6 +48,7 @@ def load(path):
         rec = records[name]
         args = [records[a["def"]] for a in rec["args"]]
         params = [records[p["def"]] for p in rec["params"]]
+        rules = [records[r["def"]] for r in rec["rows"]]
         kernels.append({
             "def": name,
             "name": rec["name"],
@@ -53,6 +56,9 @@ def load(path):
             "line": location_of(rec)[1],
             "summary": rec["summary"],
             "in_place": bool(rec["inPlace"]),
+            "op": rec["op"],
+            "rules": [{"kind": r["kind"], "lhs": r["lhs"], "rhs": r["rhs"]}
+                      for r in rules],
             "args": [{
                 "name": a["name"],
                 "kinds": a["kinds"],
@@ -102,6 +108,18 @@ def check(kernels):
                 fail(where + ": argument '%s': unknown dtype %s" % (a["name"], dtype))
             if a["variadic"] and a["optional"]:
                 fail(where + ": argument '%s' is both variadic and optional" % a["name"])
+        for r in k["rules"]:
+            for side in ("lhs", "rhs"):
+                if r[side] not in arg_names:
+                    fail(where + ": row rule %s names no argument '%s'"
+                         % (r["kind"], r[side]))
+            if r["kind"] not in RULE_KINDS:
+                fail(where + ": unknown row rule %s" % r["kind"])
+        if k["op"]:
+            outputs = [a["output"] for a in k["args"]]
+            if True in outputs and False in outputs[outputs.index(True):]:
+                fail(where + ": op %s: the outputs must follow the inputs for the "
+                     "plan builder's own lowering" % k["op"])
         pnames = [p["name"] for p in k["params"]]
         if len(set(pnames)) != len(pnames):
             fail(where + ": two parameters share a name")
@@ -167,13 +185,22 @@ struct ParamDecl {
   ParamType type;
   const char *doc;
 };
+/// A rule between two buffer arguments (declaration indices).
+enum class RowRuleKind : uint8_t { SameRows, SameWidth, OnePerRow, Like };
+struct RowRuleDecl {
+  RowRuleKind kind;
+  int8_t lhs, rhs;
+};
 struct KernelDecl {
   std::string_view name;
   const ArgDecl *args;
   uint8_t numArgs;
   const ParamDecl *params;
   uint8_t numParams;
-  bool inPlace; // an output may share a buffer with an input
+  const RowRuleDecl *rules;
+  uint8_t numRules;
+  bool inPlace;   // an output may share a buffer with an input
+  const char *op; // the kiln op lowered to it by operand order, or ""
   const char *summary;
 };
 """)
@@ -235,6 +262,12 @@ struct KernelDecl {
                 c_string(a["name"]), kinds, atype, like,
                 bool_str(a["optional"]), bool_str(a["output"]), bool_str(a["variadic"])))
         out.append("};")
+        if k["rules"]:
+            out.append("inline constexpr RowRuleDecl k%sRules[] = {" % k["def"])
+            for r in k["rules"]:
+                out.append("    {RowRuleKind::%s, %d, %d}," % (
+                    RULE_KINDS[r["kind"]], names.index(r["lhs"]), names.index(r["rhs"])))
+            out.append("};")
         if k["params"]:
             out.append("inline constexpr ParamDecl k%sParams[] = {" % k["def"])
             for p in k["params"]:
@@ -246,9 +279,11 @@ struct KernelDecl {
     out.append("inline constexpr KernelDecl kKernels[] = {")
     for k in kernels:
         params = ("detail::k%sParams" % k["def"]) if k["params"] else "nullptr"
-        out.append("    {%s, detail::k%sArgs, %d, %s, %d, %s, %s}," % (
+        rules = ("detail::k%sRules" % k["def"]) if k["rules"] else "nullptr"
+        out.append("    {%s, detail::k%sArgs, %d, %s, %d, %s, %d, %s, %s, %s}," % (
             c_string(k["name"]), k["def"], len(k["args"]), params, len(k["params"]),
-            bool_str(k["in_place"]), c_string(k["summary"])))
+            rules, len(k["rules"]), bool_str(k["in_place"]), c_string(k["op"]),
+            c_string(k["summary"])))
     out.append("};")
     out.append("""
 inline const KernelDecl &declOf(Kernel kernel) {
@@ -258,6 +293,16 @@ inline const KernelDecl &declOf(Kernel kernel) {
 inline bool kernelFromName(std::string_view name, Kernel &out) {
   for (size_t i = 0; i < size_t(Kernel::Count); ++i)
     if (kKernelNames[i] == name) {
+      out = Kernel(i);
+      return true;
+    }
+  return false;
+}
+
+/// The kernel the plan builder lowers op `opName` to by operand order.
+inline bool kernelForOp(std::string_view opName, Kernel &out) {
+  for (size_t i = 0; i < size_t(Kernel::Count); ++i)
+    if (kKernels[i].op == opName) {
       out = Kernel(i);
       return true;
     }

@@ -21,10 +21,21 @@ ArgRef W(uint32_t i) { return {RefKind::Weight, i}; }
 ArgRef C(uint32_t i) { return {RefKind::Cache, i}; }
 ArgRef None() { return {RefKind::None, 0}; }
 
-/// Buffers 0-9 are f32 named "f<i>", 10-19 i32 named "i<i>".
+/// Buffers 0-9 are f32 named "f<i>" with 8 values per row, 10-19 i32
+/// named "i<i>" with one; all have Tokens rows. Buffer 9 has Selected rows,
+/// 8 has 4 values per row, 19 has 3 values per row.
 BufferFacts facts(uint32_t i) {
-  return i < 10 ? BufferFacts{"f" + std::to_string(i), ElemType::F32}
-                : BufferFacts{"i" + std::to_string(i), ElemType::I32};
+  BufferFacts b = i < 10 ? BufferFacts{"f" + std::to_string(i), ElemType::F32,
+                                       RowsKind::Tokens, 8}
+                         : BufferFacts{"i" + std::to_string(i), ElemType::I32,
+                                       RowsKind::Tokens, 1};
+  if (i == 9)
+    b.rows = RowsKind::Selected;
+  if (i == 8)
+    b.width = 4;
+  if (i == 19)
+    b.width = 3;
+  return b;
 }
 
 std::string check(Kernel k, std::vector<ArgRef> args, Params params = {}) {
@@ -101,6 +112,37 @@ TEST(Signature, Params) {
             "params: holds layer_norm's parameters, expected rms_norm's (eps)");
   EXPECT_EQ(check(Kernel::Silu, {B(0), B(1)}, ScaleParams{2.0f}),
             "params: holds scale's parameters, expected none");
+}
+
+TEST(Signature, RowRules) {
+  // rms_norm: out is a row-for-row image of x.
+  EXPECT_EQ(check(Kernel::RmsNorm, {B(0), W(0), B(9)}, RmsNormParams{1e-5f}),
+            "args[2] 'out': buffer 'f9' has Selected rows but args[0] 'x' "
+            "'f0' has Tokens");
+  EXPECT_EQ(check(Kernel::RmsNorm, {B(0), W(0), B(8)}, RmsNormParams{1e-5f}),
+            "args[2] 'out': buffer 'f8' has 4 values per row, expected 8 (as "
+            "args[0] 'x' 'f0')");
+  // One value per row.
+  EXPECT_EQ(check(Kernel::Embedding, {B(19), W(0), B(1)}),
+            "args[0] 'ids': buffer 'i19' has 3 values per row, expected 1");
+  // take_rows: out has the rows of `rows`, the width of x.
+  EXPECT_EQ(check(Kernel::TakeRows, {B(0), B(10), B(1)}), "");
+  EXPECT_EQ(check(Kernel::TakeRows, {B(0), B(10), B(8)}),
+            "args[2] 'out': buffer 'f8' has 4 values per row, expected 8 (as "
+            "args[0] 'x' 'f0')");
+  // Variadic: every piece of a split.
+  EXPECT_EQ(check(Kernel::Split, {B(0), B(1), B(9)}, SplitParams{1, 1}),
+            "args[2] 'out': buffer 'f9' has Selected rows but args[0] 'x' "
+            "'f0' has Tokens");
+  // An absent optional argument is not checked.
+  EXPECT_EQ(check(Kernel::MlaAttention,
+                  {B(0), B(1), W(0), C(0), B(10), B(11), None(), B(2)},
+                  MlaAttentionParams{4, 0.1f}),
+            "");
+  EXPECT_EQ(check(Kernel::MlaAttention,
+                  {B(0), B(1), W(0), C(0), B(10), B(19), None(), B(2)},
+                  MlaAttentionParams{4, 0.1f}),
+            "args[5] 'pos': buffer 'i19' has 3 values per row, expected 1");
 }
 
 TEST(Signature, VariadicLabels) {
