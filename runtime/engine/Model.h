@@ -53,6 +53,9 @@ struct LoadOptions {
   /// (HostKernels.h); KILN_HOST_KERNELS=0 in the environment, or the scalar
   /// CPU path (CpuFeatures.h), also disables.
   bool hostKernels = true;
+  /// The ranks the plans' collectives (all_reduce, ...) run over; null: this
+  /// process is the only rank. Not owned; must outlive the model.
+  comm::Communicator *comm = nullptr;
 };
 
 /// The model facts from the artifact's ModelConfig.

@@ -23,6 +23,7 @@
 #define KILN_RUNTIME_ENGINE_PLANRUNNER_H
 
 #include "runtime/artifact/Artifact.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/cpu/Arena.h"
 #include "runtime/cpu/Router.h"
 #include "runtime/cpu/ThreadPool.h"
@@ -81,6 +82,8 @@ struct ExecContext {
   const HostKernels *host = nullptr;
   /// Time per kernel kind, when enabled; may be null.
   StepProfile *profile = nullptr;
+  /// The ranks collectives run over; null: one rank.
+  comm::Communicator *comm = nullptr;
 };
 
 /// Limits on one call.
