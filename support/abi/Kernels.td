@@ -217,3 +217,9 @@ def Moe : Kernel<"moe",
   let summary = "routed experts (support/abi/MoeRules.h) plus the optional "
                 "shared expert";
 }
+def AllReduce : Kernel<"all_reduce", [Buf<"x">, Out<"out">]> {
+  let rows = [Like<"x", "out">];
+  let op = "kiln.all_reduce";
+  let summary = "out = the sum of x over every rank, added in rank order "
+                "(runtime/comm); a copy on one rank";
+}

@@ -725,4 +725,26 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Kiln_AllReduceOp : Kiln_Op<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "sum over every rank of a tensor-parallel group";
+  let description = [{
+    Each rank holds a partial `input` (e.g. the output of its share of a
+    row-split projection); every rank gets the sum over all ranks, added in
+    rank order 0, 1, 2, ... so the result does not depend on timing. On one
+    rank it is the identity. Not `Pure`: every rank must run it, in the same
+    order, so it is never removed or reordered.
+
+    ```mlir
+    %y = kiln.all_reduce %x : tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 #endif // KILN_OPS_TD

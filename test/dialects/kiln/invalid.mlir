@@ -713,3 +713,19 @@ func.func @f(%qn: tensor<?x8x32xf32>, %qp: tensor<?x8x16xf32>, %kvb: tensor<512x
   %0 = kiln.mla_attention %qn, %qp, %kvb, @lat[%s, %p] scale 0.1 : tensor<?x8x32xf32>, tensor<?x8x16xf32>, tensor<512x64xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x32xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<?x8xbf16>) {
+  // expected-error @below {{operand #0 must be ranked tensor of 32-bit float values}}
+  %0 = kiln.all_reduce %x : tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>) {
+  // expected-error @below {{requires the same type for all operands and results}}
+  %0 = "kiln.all_reduce"(%x) : (tensor<?x8xf32>) -> tensor<?x4xf32>
+  return
+}

@@ -152,3 +152,10 @@ func.func @moe_doc_example(%x: tensor<?x256xf32>, %rw: tensor<16x256xbf16>, %rb:
               tensor<16x128x256xbf16>, tensor<16x256x128xbf16>) -> tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
+
+// CHECK-LABEL: func.func @all_reduce
+func.func @all_reduce(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  // CHECK: kiln.all_reduce %{{.*}} : tensor<?x256xf32>
+  %y = kiln.all_reduce %x : tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}

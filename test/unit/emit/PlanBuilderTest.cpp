@@ -70,6 +70,24 @@ TEST(PlanBuilder, LowersDeclaredOpsByOperandOrder) {
   EXPECT_TRUE(std::holds_alternative<std::monostate>(silu.params));
 }
 
+TEST(PlanBuilder, LowersAllReduce) {
+  Built b(module(R"(
+    %t = kiln.weight "embed" : tensor<16x8xf32>
+    %h = kiln.embedding %t[%ids] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %s = kiln.all_reduce %h : tensor<?x8xf32>
+    return %s : tensor<?x8xf32>
+  )",
+                 "tensor<?x8xf32>"));
+  ASSERT_TRUE(b.program.isOk()) << b.program.status().toString();
+  const PlanSpec &plan = b.program->plans[1];
+  ASSERT_EQ(plan.dispatches.size(), 2u);
+  const DispatchSpec &reduce = plan.dispatches[1];
+  EXPECT_EQ(reduce.kernel, kiln::abi::Kernel::AllReduce);
+  ASSERT_EQ(reduce.args.size(), 2u);
+  EXPECT_EQ(reduce.args[0].index, plan.dispatches[0].args[2].index);
+  EXPECT_EQ(plan.outputs[0], reduce.args[1].index);
+}
+
 TEST(PlanBuilder, ErrorsNameTheOp) {
   Built b(module(R"(
     %t = kiln.weight "embed" : tensor<16x8xf32>

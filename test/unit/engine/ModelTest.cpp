@@ -288,6 +288,27 @@ TEST(PlanValidationTest, RejectsNormWeightLength) {
                       "the weight's length"});
 }
 
+TEST(ModelTest, AllReduceOnOneRankIsACopy) {
+  TinyModel m = allReduceModel();
+  auto model = loadOrDie(m);
+  ASSERT_TRUE(model);
+  Call c = prompt({3, 5});
+  auto out = model->run("prefill", c.inputs());
+  ASSERT_TRUE(out.isOk()) << out.status().toString();
+  ASSERT_EQ(out->hiddenSize, 8);
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 8; ++i)
+      EXPECT_EQ(out->hidden[r * 8 + i], embedRow(m, c.ids[r])[i]);
+}
+
+TEST(PlanValidationTest, AllReduceKeepsItsRows) {
+  TinyModel m = allReduceModel();
+  m.plans[0].buffers[8].rowShape = {4};
+  expectLoadError(m, {"dispatches[1] all_reduce (\"reduce\")",
+                      "args[1] 'out': buffer 'reduced' has 4 values per row, "
+                      "expected 8 (as args[0] 'x' 'h')"});
+}
+
 TEST(PlanValidationTest, RejectsUnknownKernel) {
   TinyModel m = simpleModel();
   m.plans[0].dispatches[1].kernel = "flash_attention";

@@ -8,6 +8,7 @@
 //
 // simpleModel(): vocab 16, hidden 8, one plan per name in `plans`:
 //   embedding -> rms_norm -> take_rows -> matmul (lm_head)
+// allReduceModel(): the same with an all_reduce after the embedding
 // attentionModel(): the same with a two-head GQA layer over K/V caches:
 //   h = embed(ids); n = rms_norm(h); append k = n, v = h;
 //   a = gqa(n as [2, 4]); r = n + a; f = rms_norm(r); logits = lm_head(f)
@@ -98,6 +99,10 @@ enum : uint32_t { kEmbed = 0, kNorm = 1, kLmHead = 2 };
 TinyModel simpleModel(const std::vector<std::string> &plans = {"prefill"});
 TinyModel attentionModel(const std::vector<std::string> &plans = {"prefill",
                                                                   "decode"});
+/// simpleModel() with an all_reduce of the embedding: its hidden output
+/// (buffer 8) is the sum over the ranks of each rank's embedding rows, and
+/// the norm and head read that sum.
+TinyModel allReduceModel();
 
 /// The four standard inputs (buffers 0..3) every tiny plan starts with.
 std::vector<TinyBuffer> standardInputs();
