@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/rocdl/KernelInterpreter.h"
+#include "tools/gpu-interp/KernelInterpreter.h"
 
 #include "runtime/cpu/Dequant.h"
 #include "runtime/cpu/ThreadPool.h"

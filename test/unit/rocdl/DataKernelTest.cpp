@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/rocdl/KernelInterpreter.h"
+#include "tools/gpu-interp/KernelInterpreter.h"
 
 #include "passes/emit/GpuLaunch.h"
 

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/hip/HipApi.h"
-#include "test/unit/rocdl/KernelInterpreter.h"
+#include "tools/gpu-interp/KernelInterpreter.h"
 
 #include "passes/codegen/rocdl/RocdlCodegen.h"
 

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/rocdl/KernelInterpreter.h"
+#include "tools/gpu-interp/KernelInterpreter.h"
 
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
 #include "passes/codegen/rocdl/RocdlCodegen.h"

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/rocdl/InterpCore.h"
+#include "tools/gpu-interp/InterpCore.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/rocdl/KernelInterpreter.h"
+#include "tools/gpu-interp/KernelInterpreter.h"
 
-#include "test/unit/rocdl/InterpCore.h"
+#include "tools/gpu-interp/InterpCore.h"
 
 #include "passes/codegen/rocdl/MfmaLayout.h"
 #include "passes/codegen/rocdl/RocdlCodegen.h"

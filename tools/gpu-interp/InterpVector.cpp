@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/rocdl/InterpCore.h"
+#include "tools/gpu-interp/InterpCore.h"
 
 #include "passes/codegen/rocdl/MfmaLayout.h"
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/unit/rocdl/InterpCore.h"
+#include "tools/gpu-interp/InterpCore.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
