@@ -202,7 +202,7 @@ Result<PerplexityResult> perplexityOver(const std::vector<int32_t> &tokens,
 Result<PerplexityResult> perplexity(Model &model,
                                     const std::vector<int32_t> &tokens,
                                     int64_t ctx, int64_t chunk) {
-  const PlanRunner *plan = model.plan(kPrefillPlan);
+  const ValidatedPlan *plan = model.plan(kPrefillPlan);
   if (!plan)
     return makeError(StatusCode::NotFound, "perplexity needs a '", kPrefillPlan,
                      "' plan");

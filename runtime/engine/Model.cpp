@@ -126,7 +126,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
     Result<std::unique_ptr<PlanRunner>> plan = PlanRunner::create(meta, i, ctx);
     if (!plan.isOk())
       return fail(plan.status());
-    const PlanRunner &p = **plan;
+    const ValidatedPlan &p = (*plan)->plan();
     if (info.vocabSize > 0 && p.vocab() != info.vocabSize)
       return fail(makeError(StatusCode::InvalidArgument, "plan '", p.name(),
                             "': logits have ", p.vocab(),
@@ -162,7 +162,7 @@ Result<PlanOutputs> Model::run(std::string_view name,
         "' (the artifact has: ", names.empty() ? "none" : names, ")");
   }
   if (device_)
-    return device_->run(*plan, inputs);
+    return device_->run(plan->plan(), inputs);
   return plan->run(inputs);
 }
 

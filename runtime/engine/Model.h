@@ -107,7 +107,14 @@ public:
 
   bool hasPlan(std::string_view name) const { return findPlan(name); }
   /// The validated plan, or null.
-  const PlanRunner *plan(std::string_view name) const { return findPlan(name); }
+  const ValidatedPlan *plan(std::string_view name) const {
+    const PlanRunner *p = findPlan(name);
+    return p ? &p->plan() : nullptr;
+  }
+  /// Its CPU executor, or null (for tests and profiles).
+  const PlanRunner *cpuRunner(std::string_view name) const {
+    return findPlan(name);
+  }
   /// Runs plan `name`; outputs stay valid until that plan runs again.
   Result<PlanOutputs> run(std::string_view name, const PlanInputs &inputs);
 

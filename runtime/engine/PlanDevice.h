@@ -3,15 +3,16 @@
 // A Model runs its plans on the CPU kernels unless a PlanDevice is attached
 // (Model::attachDevice); then every plan call, the caches and the sequence
 // lengths live on the device (runtime/hip/HipPlanDevice for AMD GPUs), and
-// the Generator, speculative decoding and the tools work unchanged. Plans
-// are validated by PlanRunner either way. No LLVM, no HIP here.
+// the Generator, speculative decoding and the tools work unchanged. A
+// device runs the device-neutral ValidatedPlan, never the CPU executor. No
+// LLVM, no HIP here.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_ENGINE_PLANDEVICE_H
 #define KILN_RUNTIME_ENGINE_PLANDEVICE_H
 
-#include "runtime/engine/PlanRunner.h"
+#include "runtime/engine/ValidatedPlan.h"
 
 #include <string>
 
@@ -22,10 +23,10 @@ public:
   virtual ~PlanDevice() = default;
   /// For messages and stats, e.g. "hip:gfx950".
   virtual std::string name() const = 0;
-  /// Runs `plan` (validated by PlanRunner::create) on the device. Outputs
+  /// Runs `plan` (ValidatedPlan::create) on the device. Outputs
   /// stay valid until the same plan runs again. On error the caches are as
   /// before the call.
-  virtual Result<PlanOutputs> run(const PlanRunner &plan,
+  virtual Result<PlanOutputs> run(const ValidatedPlan &plan,
                                   const PlanInputs &inputs) = 0;
   /// Rows sequence `seq` holds in cache `cache` (Artifact.caches index).
   virtual int64_t cacheRows(size_t cache, int32_t seq) const = 0;

@@ -32,20 +32,23 @@ size_t alignUp(size_t n) {
 
 } // namespace
 
+Result<std::unique_ptr<PlanRunner>>
+PlanRunner::create(const fb::Artifact &meta, uint32_t index,
+                   const ExecContext &context) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ValidatedPlan> plan,
+                        ValidatedPlan::create(meta, index, *context.weights));
+  std::unique_ptr<PlanRunner> runner(new PlanRunner());
+  runner->plan_ = std::move(plan);
+  runner->ctx_ = context;
+  return runner;
+}
+
 void PlanRunner::AlignedFree::operator()(uint8_t *p) const {
   ::operator delete[](p, std::align_val_t(kBufferAlign));
 }
 
-int64_t PlanRunner::hiddenSize() const {
-  if (hiddenOut_ >= 0)
-    return buffers_[hiddenOut_].rowElems;
-  if (hiddenIn_ >= 0)
-    return buffers_[hiddenIn_].rowElems;
-  return 0;
-}
-
 int64_t PlanRunner::rowCount(uint32_t buffer) const {
-  switch (buffers_[buffer].rows) {
+  switch (plan_->buffers()[buffer].rows) {
   case fb::Rows::Tokens:
     return tokens_;
   case fb::Rows::Selected:
@@ -61,10 +64,10 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
     return Status::ok();
   int64_t capT = std::max(tokens, capTokens_);
   int64_t capR = std::max({selected, capSelected_, int64_t(1)});
-  std::vector<size_t> offsets(buffers_.size());
+  std::vector<size_t> offsets(plan_->buffers().size());
   size_t total = 0;
-  for (size_t i = 0; i < buffers_.size(); ++i) {
-    const BufferInfo &b = buffers_[i];
+  for (size_t i = 0; i < plan_->buffers().size(); ++i) {
+    const BufferInfo &b = plan_->buffers()[i];
     int64_t rows = b.rows == fb::Rows::Tokens     ? capT
                    : b.rows == fb::Rows::Selected ? capR
                                                   : 1;
@@ -75,12 +78,12 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
       ::operator new[](std::max(total, kBufferAlign),
                        std::align_val_t(kBufferAlign), std::nothrow));
   if (!raw)
-    return makeError(StatusCode::ResourceExhausted, "plan '", name_,
+    return makeError(StatusCode::ResourceExhausted, "plan '", plan_->name(),
                      "': cannot allocate ", total, " bytes of buffers for ",
                      capT, " tokens and ", capR, " selected rows");
   storage_.reset(raw);
-  data_.resize(buffers_.size());
-  for (size_t i = 0; i < buffers_.size(); ++i)
+  data_.resize(plan_->buffers().size());
+  for (size_t i = 0; i < plan_->buffers().size(); ++i)
     data_[i] = raw + offsets[i];
   capTokens_ = capT;
   capSelected_ = capR;
@@ -89,7 +92,7 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
 }
 
 Status PlanRunner::checkInputs(const PlanInputs &in) const {
-  return checkInputs(
+  return plan_->checkInputs(
       in, ctx_.maxPositions,
       [&](uint32_t cache, int32_t seq) {
         return (*ctx_.caches)[cache]->rows(seq);
@@ -97,77 +100,28 @@ Status PlanRunner::checkInputs(const PlanInputs &in) const {
       "", "");
 }
 
-Status PlanRunner::checkInputs(const PlanInputs &in, int64_t maxPositions,
-                               const CacheRows &rows, std::string_view where,
-                               std::string_view limitReason) const {
-  auto bad = [&](const auto &...args) {
-    return makeError(StatusCode::InvalidArgument, "plan '", name_, "'", where,
-                     ": ", args...);
-  };
-  if (in.tokens < 1 || in.tokens > kMaxPlanTokens)
-    return bad(in.tokens, " tokens, expected 1 to ", kMaxPlanTokens);
-  if (in.logitCount < 0 || in.logitCount > kMaxPlanTokens)
-    return bad(in.logitCount, " logit rows, expected 0 to ", kMaxPlanTokens);
-  if (!in.tokenIds || !in.seqIds || !in.positions ||
-      (in.logitCount > 0 && !in.logitRows))
-    return bad("token_ids, seq_ids, positions and logit_rows are required");
-  if (hiddenIn_ >= 0 && !in.hiddenIn)
-    return bad("needs hidden_in [", in.tokens, ", ",
-               buffers_[hiddenIn_].rowElems, "]");
-  for (int64_t t = 0; t < in.tokens; ++t) {
-    if (tokenLimit_ > 0 &&
-        (in.tokenIds[t] < 0 || in.tokenIds[t] >= tokenLimit_))
-      return bad("token_ids[", t, "] = ", in.tokenIds[t], ", expected 0 to ",
-                 tokenLimit_ - 1);
-    if (in.seqIds[t] < 0 || in.seqIds[t] >= cpu::PagedKvCache::kMaxSequences)
-      return bad("seq_ids[", t, "] = ", in.seqIds[t], ", expected 0 to ",
-                 cpu::PagedKvCache::kMaxSequences - 1);
-    if (in.positions[t] < 0 ||
-        (maxPositions > 0 && in.positions[t] >= maxPositions))
-      return bad("positions[", t, "] = ", in.positions[t], ", expected 0 to ",
-                 maxPositions > 0 ? maxPositions - 1 : int64_t(INT32_MAX),
-                 limitReason);
-  }
-  for (int64_t r = 0; r < in.logitCount; ++r)
-    if (in.logitRows[r] < 0 || in.logitRows[r] >= in.tokens)
-      return bad("logit_rows[", r, "] = ", in.logitRows[r], ", expected 0 to ",
-                 in.tokens - 1);
-  // Positions continue each sequence: a token may not skip past what the
-  // caches hold (plus the earlier tokens of its sequence in this call), or
-  // attention would read rows never written.
-  if (!appended_.empty()) {
-    std::unordered_map<int32_t, int64_t> next;
-    for (int64_t t = 0; t < in.tokens; ++t) {
-      int32_t seq = in.seqIds[t];
-      auto it = next.find(seq);
-      int64_t limit = it == next.end() ? rows(appended_[0], seq) : it->second;
-      if (in.positions[t] > limit)
-        return bad("positions[", t, "] = ", in.positions[t], " for sequence ",
-                   seq, " skips past its length ", limit,
-                   " (positions must continue the sequence)");
-      next[seq] = std::max<int64_t>(limit, in.positions[t] + 1);
-    }
-  }
-  return Status::ok();
-}
-
 Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
   KILN_RETURN_IF_ERROR(checkInputs(in));
   KILN_RETURN_IF_ERROR(reserve(in.tokens, in.logitCount));
   tokens_ = in.tokens;
   selected_ = in.logitCount;
-  std::memcpy(data_[tokenIds_], in.tokenIds, size_t(in.tokens) * 4);
-  std::memcpy(data_[seqIds_], in.seqIds, size_t(in.tokens) * 4);
-  std::memcpy(data_[positions_], in.positions, size_t(in.tokens) * 4);
+  std::memcpy(data_[plan_->tokenIdsBuffer()], in.tokenIds,
+              size_t(in.tokens) * 4);
+  std::memcpy(data_[plan_->seqIdsBuffer()], in.seqIds, size_t(in.tokens) * 4);
+  std::memcpy(data_[plan_->positionsBuffer()], in.positions,
+              size_t(in.tokens) * 4);
   if (in.logitCount > 0)
-    std::memcpy(data_[logitRows_], in.logitRows, size_t(in.logitCount) * 4);
-  if (hiddenIn_ >= 0)
-    std::memcpy(data_[hiddenIn_], in.hiddenIn,
-                size_t(in.tokens) * size_t(buffers_[hiddenIn_].rowElems) * 4);
+    std::memcpy(data_[plan_->logitRowsBuffer()], in.logitRows,
+                size_t(in.logitCount) * 4);
+  if (plan_->hiddenInBuffer() >= 0)
+    std::memcpy(data_[plan_->hiddenInBuffer()], in.hiddenIn,
+                size_t(in.tokens) *
+                    size_t(plan_->buffers()[plan_->hiddenInBuffer()].rowElems) *
+                    4);
 
   // Lengths to roll back to if a dispatch fails half way.
   std::vector<std::pair<int32_t, std::vector<int64_t>>> before;
-  if (!appended_.empty()) {
+  if (!plan_->appendedCaches().empty()) {
     for (int64_t t = 0; t < in.tokens; ++t) {
       int32_t seq = in.seqIds[t];
       bool seen = false;
@@ -176,7 +130,7 @@ Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
       if (seen)
         continue;
       std::vector<int64_t> lengths;
-      for (uint32_t c : appended_)
+      for (uint32_t c : plan_->appendedCaches())
         lengths.push_back((*ctx_.caches)[c]->rows(seq));
       before.emplace_back(seq, std::move(lengths));
     }
@@ -185,7 +139,7 @@ Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
   ctx_.arena->reset();
   StepProfile *profile =
       ctx_.profile && ctx_.profile->enabled ? ctx_.profile : nullptr;
-  for (const Step &step : steps_) {
+  for (const Step &step : plan_->steps()) {
     std::chrono::steady_clock::time_point t0;
     if (profile)
       t0 = std::chrono::steady_clock::now();
@@ -196,20 +150,20 @@ Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
                                     .count());
     if (!s.isOk()) {
       for (const auto &[seq, lengths] : before)
-        for (size_t i = 0; i < appended_.size(); ++i)
-          (*ctx_.caches)[appended_[i]]->truncate(seq, lengths[i]);
+        for (size_t i = 0; i < plan_->appendedCaches().size(); ++i)
+          (*ctx_.caches)[plan_->appendedCaches()[i]]->truncate(seq, lengths[i]);
       return s;
     }
   }
 
   PlanOutputs out;
-  out.logits = f32(logits_);
+  out.logits = f32(plan_->logitsBuffer());
   out.logitRows = selected_;
-  out.vocab = buffers_[logits_].rowElems;
-  if (hiddenOut_ >= 0) {
-    out.hidden = f32(uint32_t(hiddenOut_));
+  out.vocab = plan_->buffers()[plan_->logitsBuffer()].rowElems;
+  if (plan_->hiddenOutBuffer() >= 0) {
+    out.hidden = f32(uint32_t(plan_->hiddenOutBuffer()));
     out.hiddenRows = tokens_;
-    out.hiddenSize = buffers_[hiddenOut_].rowElems;
+    out.hiddenSize = plan_->buffers()[plan_->hiddenOutBuffer()].rowElems;
   }
   return out;
 }
@@ -230,9 +184,9 @@ Status PlanRunner::checkCacheRows(const Step &step, uint32_t cacheArg) const {
   for (int64_t t = 0; t < n; ++t)
     if (pos[t] < 0 || cache.rows(seq[t]) <= pos[t])
       return makeError(
-          StatusCode::FailedPrecondition, "plan '", name_, "' dispatches[",
-          step.dispatch, "] ", abi::kKernelNames[size_t(step.kernel)],
-          ": cache '",
+          StatusCode::FailedPrecondition, "plan '", plan_->name(),
+          "' dispatches[", step.dispatch, "] ",
+          abi::kKernelNames[size_t(step.kernel)], ": cache '",
           ctx_.meta->caches()->Get(step.args[cacheArg].index())->name()->str(),
           "' holds ", cache.rows(seq[t]), " rows of sequence ", seq[t],
           ", but position ", pos[t], " is read");
@@ -243,7 +197,7 @@ Status PlanRunner::execute(const Step &s) {
   const auto &a = s.args;
   auto buf = [&](size_t i) { return a[i].index(); };
   auto rows = [&](size_t i) { return rowCount(buf(i)); };
-  auto elems = [&](size_t i) { return buffers_[buf(i)].rowElems; };
+  auto elems = [&](size_t i) { return plan_->buffers()[buf(i)].rowElems; };
   auto weight = [&](size_t i) -> const BoundWeight & {
     return (*ctx_.weights)[a[i].index()];
   };
@@ -251,8 +205,8 @@ Status PlanRunner::execute(const Step &s) {
     return *(*ctx_.caches)[a[i].index()];
   };
   auto fail = [&](StatusCode code, const auto &...args) {
-    return makeError(code, "plan '", name_, "' dispatches[", s.dispatch, "] ",
-                     abi::kKernelNames[size_t(s.kernel)], ": ", args...);
+    return makeError(code, "plan '", plan_->name(), "' dispatches[", s.dispatch,
+                     "] ", abi::kKernelNames[size_t(s.kernel)], ": ", args...);
   };
   cpu::ThreadPool &pool = *ctx_.pool;
   const HostKernels *host = ctx_.host;
@@ -411,8 +365,9 @@ Status PlanRunner::execute(const Step &s) {
     const int32_t *pos = i32(buf(2));
     int64_t n = rows(1);
     for (int64_t t = 0; t < n; ++t)
-      KILN_RETURN_IF_ERROR(cache.ensure(seq[t], int64_t(pos[t]) + 1)
-                               .withContext("plan '" + name_ + "' kv_append"));
+      KILN_RETURN_IF_ERROR(
+          cache.ensure(seq[t], int64_t(pos[t]) + 1)
+              .withContext("plan '" + plan_->name() + "' kv_append"));
     cpu::kvAppend(cache.view(), seq, pos, n, f32(buf(3)));
     return Status::ok();
   }

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/artifact/KernelParamsFb.h"
-#include "runtime/engine/PlanRunner.h"
+#include "runtime/engine/ValidatedPlan.h"
 #include "support/abi/MoeRules.h"
 #include "support/abi/Signature.h"
 
@@ -53,8 +53,8 @@ std::string shapeString(const BufferInfo &b) {
 class PlanValidator {
 public:
   PlanValidator(const fb::Artifact &meta, const fb::Plan &plan,
-                PlanRunner &runner)
-      : meta_(meta), plan_(plan), r_(runner) {}
+                const std::vector<BoundWeight> &weights, ValidatedPlan &out)
+      : meta_(meta), plan_(plan), weights_(weights), r_(out) {}
 
   Status run() {
     KILN_RETURN_IF_ERROR(checkBuffers());
@@ -194,7 +194,7 @@ private:
     if (arg(i).kind() != fb::ArgKind::Weight)
       return fail(argLabel(i), ": is a ", fb::EnumNameArgKind(arg(i).kind()),
                   ", expected a Weight");
-    const BoundWeight &w = (*ctx().weights)[arg(i).index()];
+    const BoundWeight &w = weights_[arg(i).index()];
     if (!w.unsupported.empty())
       return fail(argLabel(i), ": weight '", w.name, "' ", w.unsupported);
     return &w;
@@ -251,7 +251,6 @@ private:
                   " values per row, not a multiple of ", d, " (", why, ")");
     return Status::ok();
   }
-  const ExecContext &ctx() const { return r_.ctx_; }
 
   Status checkDispatch(uint32_t index, const fb::Dispatch &d) {
     const fb::Kernel &kernel = *meta_.kernels()->Get(d.kernel());
@@ -716,21 +715,21 @@ private:
 
   const fb::Artifact &meta_;
   const fb::Plan &plan_;
-  PlanRunner &r_;
+  const std::vector<BoundWeight> &weights_;
+  ValidatedPlan &r_;
   std::string prefix_;
   Step step_;
 };
 
-Result<std::unique_ptr<PlanRunner>>
-PlanRunner::create(const fb::Artifact &meta, uint32_t index,
-                   const ExecContext &context) {
-  std::unique_ptr<PlanRunner> runner(new PlanRunner());
+Result<std::unique_ptr<ValidatedPlan>>
+ValidatedPlan::create(const fb::Artifact &meta, uint32_t index,
+                      const std::vector<BoundWeight> &weights) {
+  std::unique_ptr<ValidatedPlan> out(new ValidatedPlan());
   const fb::Plan &plan = *meta.plans()->Get(index);
-  runner->name_ = plan.name()->str();
-  runner->ctx_ = context;
-  PlanValidator validator(meta, plan, *runner);
+  out->name_ = plan.name()->str();
+  PlanValidator validator(meta, plan, weights, *out);
   KILN_RETURN_IF_ERROR(validator.run());
-  return runner;
+  return out;
 }
 
 } // namespace kiln::engine

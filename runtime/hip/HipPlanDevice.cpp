@@ -9,7 +9,7 @@ using namespace kiln;
 using namespace kiln::hip;
 using engine::PlanInputs;
 using engine::PlanOutputs;
-using engine::PlanRunner;
+using engine::ValidatedPlan;
 
 namespace {
 
@@ -116,7 +116,7 @@ Status HipPlanDevice::prepare(const HipPlanOptions &options) {
 Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
   const fb::Artifact &meta = *model_.artifact().meta();
   const fb::Plan &plan = *meta.plans()->Get(planIndex);
-  const PlanRunner *runner = model_.plan(plan.name()->string_view());
+  const ValidatedPlan *runner = model_.plan(plan.name()->string_view());
   if (!runner)
     return makeError(StatusCode::Internal, "plan '", plan.name()->str(),
                      "' was not validated");
@@ -238,7 +238,7 @@ Result<void *> HipPlanDevice::weightPointer(uint32_t weight, Part part) {
   return p;
 }
 
-Status HipPlanDevice::reserve(const PlanRunner &plan, PlanState &state,
+Status HipPlanDevice::reserve(const ValidatedPlan &plan, PlanState &state,
                               int64_t tokens, int64_t selected) {
   if (!state.buffers.empty() && tokens <= state.capTokens &&
       selected <= state.capSelected)
@@ -297,7 +297,8 @@ void HipPlanDevice::truncate(size_t cache, int32_t seq, int64_t length) {
     slotSeq_[size_t(slot.value())] = -1;
 }
 
-Status HipPlanDevice::checkInputs(const PlanRunner &plan, const PlanInputs &in,
+Status HipPlanDevice::checkInputs(const ValidatedPlan &plan,
+                                  const PlanInputs &in,
                                   std::vector<int32_t> &slots) const {
   KILN_RETURN_IF_ERROR(plan.checkInputs(
       in, capacity_,
@@ -312,7 +313,7 @@ Status HipPlanDevice::checkInputs(const PlanRunner &plan, const PlanInputs &in,
   return Status::ok();
 }
 
-Result<PlanOutputs> HipPlanDevice::run(const PlanRunner &plan,
+Result<PlanOutputs> HipPlanDevice::run(const ValidatedPlan &plan,
                                        const PlanInputs &in) {
   auto it = plans_.find(plan.name());
   if (it == plans_.end())
@@ -341,7 +342,7 @@ Result<PlanOutputs> HipPlanDevice::run(const PlanRunner &plan,
   return out;
 }
 
-Status HipPlanDevice::execute(const PlanRunner &plan, PlanState &state,
+Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
                               const PlanInputs &in,
                               const std::vector<int32_t> &slots) {
   const auto &buffers = plan.buffers();

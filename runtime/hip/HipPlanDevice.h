@@ -48,7 +48,7 @@ public:
   ~HipPlanDevice() override;
 
   std::string name() const override { return "hip:" + target_; }
-  Result<engine::PlanOutputs> run(const engine::PlanRunner &plan,
+  Result<engine::PlanOutputs> run(const engine::ValidatedPlan &plan,
                                   const engine::PlanInputs &inputs) override;
   int64_t cacheRows(size_t cache, int32_t seq) const override;
   void truncate(size_t cache, int32_t seq, int64_t length) override;
@@ -75,7 +75,7 @@ private:
     std::vector<Scratch> scratch;
   };
   struct PlanState {
-    std::vector<Dispatch> dispatches; // per PlanRunner step
+    std::vector<Dispatch> dispatches; // per ValidatedPlan step
     std::vector<void *> buffers;      // device, per plan buffer
     int64_t capTokens = 0, capSelected = 0;
     std::vector<float> logits, hidden; // host copies of the outputs
@@ -87,14 +87,14 @@ private:
   Status loadPlan(uint32_t planIndex, PlanState &state);
   Result<void *> weightPointer(uint32_t weight, fb::GpuArgPart part);
   Result<void *> allocate(size_t bytes);
-  Status reserve(const engine::PlanRunner &plan, PlanState &state,
+  Status reserve(const engine::ValidatedPlan &plan, PlanState &state,
                  int64_t tokens, int64_t selected);
-  Status checkInputs(const engine::PlanRunner &plan,
+  Status checkInputs(const engine::ValidatedPlan &plan,
                      const engine::PlanInputs &in,
                      std::vector<int32_t> &slots) const;
   Result<int32_t> slotOf(int32_t seq, bool create) const;
   /// `slots`: the cache slot of each token (checkInputs).
-  Status execute(const engine::PlanRunner &plan, PlanState &state,
+  Status execute(const engine::ValidatedPlan &plan, PlanState &state,
                  const engine::PlanInputs &in,
                  const std::vector<int32_t> &slots);
 
