@@ -42,24 +42,15 @@ struct RouterSpec {
 };
 
 FailureOr<RouterSpec> readRouterSpec(ModuleOp module) {
-  auto dict = module->getAttrOfType<DictionaryAttr>("kiln.router");
-  if (!dict)
+  auto router = module->getAttrOfType<RouterAttr>("kiln.router");
+  if (!router)
     return failure();
   RouterSpec spec;
-  auto getInt = [&](StringRef name, int64_t &out) {
-    if (auto a = dict.getAs<IntegerAttr>(name)) {
-      out = a.getInt();
-      return true;
-    }
-    return false;
-  };
-  auto scale = dict.getAs<FloatAttr>("routed_scaling_factor");
-  auto norm = dict.getAs<BoolAttr>("norm_topk_prob");
-  if (!getInt("top_k", spec.topK) || !getInt("n_group", spec.nGroup) ||
-      !getInt("topk_group", spec.topkGroup) || !scale || !norm)
-    return failure();
-  spec.scale = scale.getValueAsDouble();
-  spec.norm = norm.getValue();
+  spec.topK = router.getTopK();
+  spec.nGroup = router.getNGroup();
+  spec.topkGroup = router.getTopkGroup();
+  spec.norm = router.getNormTopkProb();
+  spec.scale = router.getRoutedScalingFactor().getValueAsDouble();
   return spec;
 }
 

@@ -307,14 +307,9 @@ OwningOpRef<ModuleOp> kiln::glm::buildGlmModule(MLIRContext *context,
   (*module)->setAttr("kiln.vocab_size", b.getI64IntegerAttr(config.vocabSize));
   (*module)->setAttr(
       "kiln.router",
-      b.getDictionaryAttr({
-          b.getNamedAttr("top_k", b.getI64IntegerAttr(config.numExpertsPerTok)),
-          b.getNamedAttr("n_group", b.getI64IntegerAttr(config.nGroup)),
-          b.getNamedAttr("topk_group", b.getI64IntegerAttr(config.topkGroup)),
-          b.getNamedAttr("norm_topk_prob", b.getBoolAttr(config.normTopkProb)),
-          b.getNamedAttr("routed_scaling_factor",
-                         b.getF32FloatAttr(config.routedScalingFactor)),
-      }));
+      RouterAttr::get(context, config.numExpertsPerTok, config.nGroup,
+                      config.topkGroup, config.normTopkProb,
+                      b.getF32FloatAttr(config.routedScalingFactor)));
 
   GraphEmitter emitter(*module, config, weights, options);
   bool ok = succeeded(emitter.buildMain("prefill")) &&

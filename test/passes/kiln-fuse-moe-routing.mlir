@@ -2,7 +2,7 @@
 // RUN: kiln-opt %s -split-input-file -kiln-fuse-moe-routing="block-size=64" -verify-diagnostics | FileCheck %s --check-prefix=BLOCK
 
 // The GLM-5 router (one group), with the shared expert added.
-module attributes {kiln.router = {top_k = 4 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32>} {
 // CHECK-LABEL: func.func @glm5_router_shared
 // CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[RW:.*]]: tensor<16x64xbf16>, %[[RB:.*]]: tensor<16xf32>, %[[G:[^:]*]]: {{.*}}, %[[U:[^:]*]]: {{.*}}, %[[D:[^:]*]]: {{.*}}, %[[SG:[^:]*]]: {{.*}}, %[[SU:[^:]*]]: {{.*}}, %[[SD:[^:]*]]: {{.*}})
 // CHECK-NEXT: %[[M:.*]] = kiln.moe %[[X]] router %[[RW]] bias %[[RB]] experts %[[G]], %[[U]], %[[D]] shared %[[SG]], %[[SU]], %[[SD]] top_k 4 groups 1 keep 1 scale 2.500000e+00 norm block_size 16
@@ -34,7 +34,7 @@ func.func @glm5_router_shared(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb
 
 // Grouped routing (n_group 4, topk_group 2), no shared expert, no
 // normalization and no scale, as the module declares.
-module attributes {kiln.router = {top_k = 2 : i64, n_group = 4 : i64, topk_group = 2 : i64, norm_topk_prob = false, routed_scaling_factor = 1.0 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 2, n_group = 4, topk_group = 2, norm_topk_prob = false, routed_scaling_factor = 1.0 : f32>} {
 // CHECK-LABEL: func.func @grouped
 // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %{{.*}}, %{{.*}}, %{{.*}} top_k 2 groups 4 keep 2 scale 1.000000e+00 block_size 16 :
 // CHECK-NOT: kiln.experts
@@ -54,7 +54,7 @@ func.func @grouped(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: tensor<16
 // -----
 
 // Near miss: a softmax router is not GLM's sigmoid router.
-module attributes {kiln.router = {top_k = 4 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32>} {
 // CHECK-LABEL: func.func @softmax_router
 // CHECK-NOT: kiln.moe
 // CHECK: kiln.experts
@@ -75,7 +75,7 @@ func.func @softmax_router(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: te
 // -----
 
 // Near miss: the weights are gathered from the biased scores.
-module attributes {kiln.router = {top_k = 4 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32>} {
 // CHECK-LABEL: func.func @bias_in_weights
 // CHECK-NOT: kiln.moe
 // CHECK: kiln.experts
@@ -97,7 +97,7 @@ func.func @bias_in_weights(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: t
 
 // Near miss: the module declares norm_topk_prob but the graph does not
 // normalize.
-module attributes {kiln.router = {top_k = 4 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32>} {
 // CHECK-LABEL: func.func @missing_norm
 // CHECK-NOT: kiln.moe
 // CHECK: kiln.experts
@@ -117,7 +117,7 @@ func.func @missing_norm(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: tens
 // -----
 
 // Near miss: a different routed scale.
-module attributes {kiln.router = {top_k = 4 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32>} {
 // CHECK-LABEL: func.func @other_scale
 // CHECK-NOT: kiln.moe
 // CHECK: kiln.experts
@@ -138,7 +138,7 @@ func.func @other_scale(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: tenso
 // -----
 
 // Near miss: a top-k other than the declared one.
-module attributes {kiln.router = {top_k = 4 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32>} {
 // CHECK-LABEL: func.func @other_topk
 // CHECK-NOT: kiln.moe
 // CHECK: kiln.experts
@@ -159,7 +159,7 @@ func.func @other_topk(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: tensor
 // -----
 
 // Near miss: the router logits are computed in bf16, not FP32.
-module attributes {kiln.router = {top_k = 4 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 2.5 : f32>} {
 // CHECK-LABEL: func.func @bf16_logits
 // CHECK-NOT: kiln.moe
 func.func @bf16_logits(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: tensor<16xbf16>,
@@ -179,7 +179,7 @@ func.func @bf16_logits(%x: tensor<?x64xf32>, %rw: tensor<16x64xbf16>, %rb: tenso
 // -----
 
 // An added tensor that is not the shared expert stays a separate add.
-module attributes {kiln.router = {top_k = 1 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, routed_scaling_factor = 1.0 : f32}} {
+module attributes {kiln.router = #kiln.router<top_k = 1, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 1.0 : f32>} {
 // CHECK-LABEL: func.func @not_shared
 // CHECK: %[[M:.*]] = kiln.moe %{{.*}} top_k 1
 // CHECK-NOT: shared
@@ -208,4 +208,17 @@ func.func @undeclared(%x: tensor<?x64xf32>, %i: tensor<?x1xi32>, %w: tensor<?x1x
   %y = kiln.experts %x, %i, %w, %g, %u, %d : tensor<?x64xf32>, tensor<?x1xi32>, tensor<?x1xf32>, tensor<16x32x64xbf16>, tensor<16x32x64xbf16>, tensor<16x64x32xbf16> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+}
+
+// -----
+
+// The router is a typed attribute: a dictionary is refused by the dialect.
+// expected-error @below {{'kiln.router' must be a #kiln.router<...>, found {top_k = 4 : i64}}}
+module attributes {kiln.router = {top_k = 4 : i64}} {
+}
+
+// -----
+
+// expected-error @below {{topk_group must be in [1, n_group], found 3 of 2}}
+module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 2, topk_group = 3, norm_topk_prob = true, routed_scaling_factor = 1.0 : f32>} {
 }

@@ -38,6 +38,7 @@ def Kiln_Dialect : Dialect {
     `decode` and `draft`, taking token ids, sequence ids and positions.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
@@ -110,6 +111,32 @@ def Kiln_EncodingAttr : Kiln_Attr<"Encoding", "encoding"> {
     EnumParameter<Kiln_StorageKind>:$kind,
     OptionalParameter<"std::optional<::kiln::ScaleRule>">:$rule);
   let assemblyFormat = "`<` $kind (`,` $rule^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+def Kiln_RouterAttr : Kiln_Attr<"Router", "router"> {
+  let summary = "the MoE router the checkpoint declares";
+  let description = [{
+    The module attribute `kiln.router`, set by the frontend from config.json
+    and read by `kiln-fuse-moe-routing`, which fuses only a router subgraph
+    that computes exactly this (GLM.md section 3.2). `top_k` is
+    `num_experts_per_tok`; the expert count is the router weight's and is
+    checked with these settings where `kiln.moe` is verified
+    (support/abi/MoeRules.h).
+
+    ```mlir
+    module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 1,
+        topk_group = 1, norm_topk_prob = true,
+        routed_scaling_factor = 2.5 : f32>}
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$top_k,
+    "int64_t":$n_group,
+    "int64_t":$topk_group,
+    "bool":$norm_topk_prob,
+    "::mlir::FloatAttr":$routed_scaling_factor);
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
