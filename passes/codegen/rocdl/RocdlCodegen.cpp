@@ -45,6 +45,8 @@
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
+#include "passes/codegen/LlvmDriver.h"
+
 #include <cstdlib>
 #include <set>
 
@@ -54,21 +56,12 @@ using namespace kiln::rocdl;
 static constexpr const char *kTriple = "amdgcn-amd-amdhsa";
 
 void kiln::rocdl::registerCodegenDialects(DialectRegistry &registry) {
-  registry.insert<amdgpu::AMDGPUDialect, arith::ArithDialect,
-                  cf::ControlFlowDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                  math::MathDialect, memref::MemRefDialect, ROCDL::ROCDLDialect,
-                  scf::SCFDialect, ub::UBDialect, vector::VectorDialect>();
   // convert-gpu-to-rocdl lowers every loaded dialect through its
   // ConvertToLLVMPatternInterface; without these the casts remain.
-  arith::registerConvertArithToLLVMInterface(registry);
-  cf::registerConvertControlFlowToLLVMInterface(registry);
-  registerConvertMathToLLVMInterface(registry);
-  registerConvertMemRefToLLVMInterface(registry);
-  ub::registerConvertUBToLLVMInterface(registry);
-  vector::registerConvertVectorToLLVMInterface(registry);
-  registerBuiltinDialectTranslation(registry);
+  kiln::codegen::registerKernelLowering(registry);
+  registry
+      .insert<amdgpu::AMDGPUDialect, gpu::GPUDialect, ROCDL::ROCDLDialect>();
   registerGPUDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
   registerROCDLDialectTranslation(registry);
 }
 
@@ -171,15 +164,12 @@ public:
     gpu::GPUModuleOp gpuModule = kernelModule(module_);
     if (!gpuModule)
       return module_.emitError() << "no gpu.module @" << kKernelModuleName;
-    std::string error;
+    auto tm = kiln::codegen::makeTargetMachine(
+        kTriple, std::string(chipInfo(chip_).name), "rocdl codegen");
+    if (!tm.isOk())
+      return module_.emitError() << tm.status().message();
+    tm_ = std::move(tm).value();
     llvm::Triple triple(kTriple);
-    const llvm::Target *target =
-        llvm::TargetRegistry::lookupTarget(triple, error);
-    if (!target)
-      return module_.emitError() << "AMDGPU target unavailable: " << error;
-    tm_.reset(target->createTargetMachine(
-        triple, chipInfo(chip_).name, "", llvm::TargetOptions(),
-        llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
     llvm_ = translateModuleToLLVMIR(gpuModule, context_, "kiln_kernels");
     if (!llvm_)
       return module_.emitError() << "translation to LLVM IR failed";
@@ -217,33 +207,16 @@ public:
   LogicalResult emit(llvm::CodeGenFileType type, std::string &out) {
     // Code generation rewrites the module, so each emission gets a copy.
     std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*llvm_);
-    llvm::SmallString<0> buffer;
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, os, nullptr, type))
-      return module_.emitError() << "the AMDGPU backend cannot emit this file";
-    pm.run(*copy);
-    out.assign(buffer.begin(), buffer.end());
+    auto file = kiln::codegen::emitFile(*copy, *tm_, type, "rocdl codegen");
+    if (!file.isOk())
+      return module_.emitError() << file.status().message();
+    out = std::move(file).value();
     return success();
   }
 
 private:
-  void optimize() {
-    // O3 drops the unused COV5 hidden arguments (AMDGPU.md gotcha 7).
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm_.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm =
-        pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    mpm.run(*llvm_, mam);
-  }
+  // O3 drops the unused COV5 hidden arguments (AMDGPU.md gotcha 7).
+  void optimize() { kiln::codegen::optimizeO3(*llvm_, *tm_); }
 
   ModuleOp module_;
   Chip chip_;

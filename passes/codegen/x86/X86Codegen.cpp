@@ -3,6 +3,7 @@
 #include "passes/codegen/x86/X86Codegen.h"
 
 #include "passes/codegen/LinkShared.h"
+#include "passes/codegen/LlvmDriver.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -321,16 +322,10 @@ Result<std::string> emitObject(ModuleOp module,
     return true;
   }();
   (void)initialized;
-  std::string error;
+  KILN_ASSIGN_OR_RETURN(
+      std::unique_ptr<llvm::TargetMachine> tm,
+      kiln::codegen::makeTargetMachine(kTriple, kCpu, "x86 codegen"));
   llvm::Triple triple(kTriple);
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return makeError(StatusCode::Internal,
-                     "x86 codegen: X86 target unavailable: ", error);
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, kCpu, "", llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "kiln_host_kernels");
@@ -359,30 +354,9 @@ Result<std::string> emitObject(ModuleOp module,
         symbols.end())
       fn.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm =
-        pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-    mpm.run(*llvmModule, mam);
-  }
-  llvm::SmallString<0> buffer;
-  llvm::raw_svector_ostream os(buffer);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr,
-                              llvm::CodeGenFileType::ObjectFile))
-    return makeError(StatusCode::Internal,
-                     "x86 codegen: the X86 backend cannot emit an object");
-  pm.run(*llvmModule);
-  return std::string(buffer.begin(), buffer.end());
+  kiln::codegen::optimizeO3(*llvmModule, *tm);
+  return kiln::codegen::emitFile(
+      *llvmModule, *tm, llvm::CodeGenFileType::ObjectFile, "x86 codegen");
 }
 
 Result<std::vector<uint8_t>> link(const std::string &object,
@@ -419,19 +393,9 @@ kiln::x86::buildHostKernels(const std::vector<std::string> &kernels,
   if (names.empty())
     return out;
   DialectRegistry registry;
-  registry
-      .insert<arith::ArithDialect, cf::ControlFlowDialect, func::FuncDialect,
-              LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
-              scf::SCFDialect, ub::UBDialect, vector::VectorDialect>();
-  arith::registerConvertArithToLLVMInterface(registry);
-  cf::registerConvertControlFlowToLLVMInterface(registry);
+  kiln::codegen::registerKernelLowering(registry);
+  registry.insert<func::FuncDialect>();
   registerConvertFuncToLLVMInterface(registry);
-  registerConvertMathToLLVMInterface(registry);
-  registerConvertMemRefToLLVMInterface(registry);
-  ub::registerConvertUBToLLVMInterface(registry);
-  vector::registerConvertVectorToLLVMInterface(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   Diagnostics diag(context);

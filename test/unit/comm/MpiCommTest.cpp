@@ -1,14 +1,12 @@
 //===- MpiCommTest.cpp - Every collective across MPI ranks ----------------===//
 //
-// Run by ctest under mpirun (-np 2 and -np 4): every rank runs the same
-// tests in the same order over one communicator, each checking its own
-// results. Rank 0 prints gtest's output; other ranks print only their
-// failed assertions, prefixed with the rank; the exit status is non-zero on
-// every rank when any rank failed.
+// Run by ctest under mpirun (-np 2 and -np 4), every rank the same tests
+// (MpiGtestMain.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/CommFactory.h"
+#include "test/unit/comm/MpiGtestMain.h"
 
 #include <gtest/gtest.h>
 
@@ -265,45 +263,8 @@ TEST(MpiComm, BadArgumentsFailBeforeAnyMessage) {
   EXPECT_OK(comm.barrier());
 }
 
-/// Non-zero ranks print only their failures.
-class RankFailures : public testing::EmptyTestEventListener {
-public:
-  explicit RankFailures(int rank) : rank_(rank) {}
-  void OnTestPartResult(const testing::TestPartResult &result) override {
-    if (result.failed())
-      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_,
-                   result.file_name() ? result.file_name() : "?",
-                   result.line_number(), result.summary());
-  }
-
-private:
-  int rank_;
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
-  testing::InitGoogleTest(&argc, argv);
-  auto made = makeCommunicator(CommKind::Auto);
-  if (!made.isOk()) {
-    std::fprintf(stderr, "MpiCommTest: %s\n", made.status().toString().c_str());
-    return 1;
-  }
-  gComm = made->get();
-  if (gComm->rank() != 0) {
-    testing::TestEventListeners &listeners =
-        testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new RankFailures(gComm->rank()));
-  }
-  int failed = RUN_ALL_TESTS() != 0;
-  std::vector<int32_t> mine = {failed}, ranksFailed(1);
-  Status summed = gComm->allReduceSum(mine, ranksFailed);
-  if (!summed.isOk())
-    gComm->abortAll(summed.toString());
-  if (gComm->rank() == 0 && ranksFailed[0])
-    std::fprintf(stderr, "MpiCommTest: %d of %d ranks failed\n", ranksFailed[0],
-                 gComm->size());
-  made->reset();
-  return ranksFailed[0] ? 1 : 0;
+  return kiln::comm::test::runOnEveryRank(argc, argv, "MpiCommTest", gComm);
 }

@@ -10,6 +10,7 @@
 
 #include "runtime/comm/CommFactory.h"
 #include "runtime/engine/Model.h"
+#include "test/unit/comm/MpiGtestMain.h"
 #include "test/unit/engine/TinyArtifact.h"
 
 #include <gtest/gtest.h>
@@ -77,27 +78,6 @@ TEST(AllReduceMpi, SumsEveryRanksRowsInRankOrder) {
 } // namespace
 
 int main(int argc, char **argv) {
-  testing::InitGoogleTest(&argc, argv);
-  auto made = comm::makeCommunicator(comm::CommKind::Auto);
-  if (!made.isOk()) {
-    std::fprintf(stderr, "AllReduceMpiTest: %s\n",
-                 made.status().toString().c_str());
-    return 1;
-  }
-  gComm = made->get();
-  if (gComm->rank() != 0) {
-    testing::TestEventListeners &listeners =
-        testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int failed = RUN_ALL_TESTS() != 0;
-  std::vector<int32_t> mine = {failed}, ranksFailed(1);
-  Status summed = gComm->allReduceSum(mine, ranksFailed);
-  if (!summed.isOk())
-    gComm->abortAll(summed.toString());
-  if (gComm->rank() == 0 && ranksFailed[0])
-    std::fprintf(stderr, "AllReduceMpiTest: %d of %d ranks failed\n",
-                 ranksFailed[0], gComm->size());
-  made->reset();
-  return ranksFailed[0] ? 1 : 0;
+  return kiln::comm::test::runOnEveryRank(argc, argv, "AllReduceMpiTest",
+                                          gComm);
 }
