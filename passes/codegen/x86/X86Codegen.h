@@ -1,13 +1,13 @@
 //===- X86Codegen.h - Compiled x86-64 host kernels --------------*- C++ -*-===//
 //
 // Builds the host (CPU) kernels of the elementwise family as one x86-64 ELF
-// shared object, in process: an MLIR module (func/scf/arith/math/vector/
-// memref over flat f32 buffers) lowered to the LLVM dialect, translated to
-// LLVM IR, optimized at O3 for the fixed baseline x86-64-v3 (AVX2 + FMA +
-// BMI2, any x86 from Haswell / Zen 1 on), emitted as a PIC object and linked
-// with `ld.lld -shared`. The .so needs no libc or libm: exp is a polynomial
-// approximation (MLIR math-polynomial-approximation, ~1-2 ulp over the f32
-// range, inf/0 at overflow/underflow).
+// shared object, in process: an MLIR module built with builders
+// (func/scf/arith/math/vector/memref over flat f32 buffers) lowered to the LLVM
+// dialect, translated to LLVM IR, optimized at O3 for the fixed baseline
+// x86-64-v3 (AVX2 + FMA + BMI2, any x86 from Haswell / Zen 1 on), emitted as a
+// PIC object and linked with `ld.lld -shared`. The .so needs no libc or libm:
+// exp is a polynomial approximation (MLIR math-polynomial-approximation, ~1-2
+// ulp over the f32 range, inf/0 at overflow/underflow).
 //
 // C ABI of the symbols (all buffers contiguous f32; y may alias an input):
 //   void kiln_silu   (const float *x, float *y, int64_t n);
@@ -27,6 +27,9 @@
 #define KILN_PASSES_CODEGEN_X86_X86CODEGEN_H
 
 #include "support/Status.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 
 #include <cstdint>
 #include <string>
@@ -54,9 +57,11 @@ struct HostCodeObject {
 /// The kernels the generator implements (KernelAbi.h names).
 const std::vector<std::string> &hostKernelNames();
 
-/// The MLIR source of the kernels for `kernels` (all when empty), before
-/// lowering; for tests and debugging.
-std::string hostKernelSource(const std::vector<std::string> &kernels = {});
+/// The kernels named in `kernels` as IR, built with MLIR builders
+/// (HostKernelIr.cpp), before lowering.
+mlir::OwningOpRef<mlir::ModuleOp>
+buildHostKernelModule(mlir::MLIRContext &context,
+                      const std::vector<std::string> &kernels);
 
 /// Builds the shared object for the kernels named in `kernels` that the
 /// generator implements (all of them when empty). `lldPath` overrides the
