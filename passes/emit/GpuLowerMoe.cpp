@@ -1,6 +1,6 @@
 //===- GpuLowerMoe.cpp - Moe dispatches as GPU launches ----------------===//
 //
-// moe (KernelAbi.h: B x, W router, W bias, W gate, W up, W down,
+// moe (Kernels.td: B x, W router, W bias, W gate, W up, W down,
 // W? shared_gate, W? shared_up, W? shared_down, B out) runs as
 //   1. moe_route    x -> ids, weights                       (scratch 0, 1)
 //   2. moe_align    ids -> sorted, blockExpert, meta        (scratch 2, 3, 4)

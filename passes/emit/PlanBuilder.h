@@ -1,7 +1,7 @@
 //===- PlanBuilder.h - Fused kiln functions to execution plans --*- C++ -*-===//
 //
 // Lowers each entry function of a fused module into a plan: a sequence of
-// kernel dispatches (support/abi/KernelAbi.h) over planned activation
+// kernel dispatches (support/abi/Kernels.td) over planned activation
 // buffers, naming weights and caches by index. Buffers are reused once their
 // value is dead (a linear scan in program order); kiln.reshape aliases its
 // input's buffer. Weights referenced by the plans are collected, deduplicated

@@ -2,8 +2,8 @@
 //
 // Model::load opens and verifies an artifact, binds its weights to kernel
 // views, rebuilds its tokenizer, creates one paged cache per fb::Cache and
-// validates every plan against KernelAbi.h once. run() then executes a plan
-// by name. Sequences are small integer ids shared by all caches; a Session
+// validates every plan against the kernel contract (Kernels.td) once. run()
+// then executes a plan by name. Sequences are small integer ids shared by all caches; a Session
 // holds one for its lifetime.
 //
 //   KILN_ASSIGN_OR_RETURN(auto model, Model::load("m.kiln", /*threads=*/8));

@@ -175,7 +175,7 @@ const float *PlanRunner::vectorOperand(const fb::Arg &arg) const {
 }
 
 Status PlanRunner::checkCacheRows(const Step &step, uint32_t cacheArg) const {
-  // The seq and pos arguments of each attention kernel (KernelAbi.h).
+  // The seq and pos arguments of each attention kernel (Kernels.td).
   size_t seqArg = step.kernel == Kernel::MlaAttention ? 4 : 3;
   const cpu::PagedKvCache &cache = *(*ctx_.caches)[step.args[cacheArg].index()];
   const int32_t *seq = i32(step.args[seqArg].index());

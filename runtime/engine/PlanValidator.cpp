@@ -263,7 +263,7 @@ private:
     step_.dispatch = index;
     if (!abi::kernelFromName(kname, step_.kernel))
       return fail("unknown kernel '", kname, "' (kernels[", d.kernel(),
-                  "]), expected one of KernelAbi.h");
+                  "]), expected one of support/abi/Kernels.td");
     std::vector<abi::ArgRef> refs;
     if (d.args())
       for (const fb::Arg *a : *d.args()) {
