@@ -3,8 +3,8 @@
 // Model::load opens and verifies an artifact, binds its weights to kernel
 // views, rebuilds its tokenizer, creates one paged cache per fb::Cache and
 // validates every plan against the kernel contract (Kernels.td) once. run()
-// then executes a plan by name. Sequences are small integer ids shared by all caches; a Session
-// holds one for its lifetime.
+// then executes a plan by name. Sequences are small integer ids shared by all
+// caches; a Session holds one for its lifetime.
 //
 //   KILN_ASSIGN_OR_RETURN(auto model, Model::load("m.kiln", /*threads=*/8));
 //   KILN_ASSIGN_OR_RETURN(Session s, Session::open(*model)); // a sequence
