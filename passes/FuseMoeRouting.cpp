@@ -160,7 +160,7 @@ struct FuseRouting : OpRewritePattern<ExpertsOp> {
         rewriter.getF32FloatAttr(spec.scale),
         spec.norm ? rewriter.getUnitAttr() : UnitAttr(),
         rewriter.getI64IntegerAttr(blockSize), DenseI64ArrayAttr(),
-        DenseI64ArrayAttr());
+        DenseI64ArrayAttr(), IntegerAttr());
     rewriter.replaceOp(root, moe.getResult());
     return success();
   }

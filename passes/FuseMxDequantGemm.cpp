@@ -86,7 +86,8 @@ struct FuseMoe : OpRewritePattern<MoeOp> {
         sharedUp, sharedDown, sgs, sus, sds, op.getTopKAttr(),
         op.getNGroupAttr(), op.getTopkGroupAttr(),
         op.getRoutedScalingFactorAttr(), op.getNormTopkProbAttr(),
-        op.getBlockSizeAttr(), (*routed)[0].getBlockAttr(), sharedBlock);
+        op.getBlockSizeAttr(), (*routed)[0].getBlockAttr(), sharedBlock,
+        op.getExpertOffsetAttr());
     return success();
   }
 };

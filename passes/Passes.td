@@ -110,4 +110,38 @@ def KilnCheckFusedPass : Pass<"kiln-check-fused", "mlir::ModuleOp"> {
   }];
 }
 
+def KilnPartitionExpertsPass
+    : Pass<"kiln-partition-experts", "mlir::ModuleOp"> {
+  let summary = "Split the routed experts of every kiln.moe over expert-parallel ranks";
+  let description = [{
+    Expert parallelism over `ranks` ranks, as rank `rank` runs it: every
+    `kiln.moe` keeps its router (it still chooses among all E experts) but
+    its expert stacks shrink to this rank's E / ranks experts, starting at
+    expert `rank * E / ranks` (`local_experts_from` on the op,
+    `experts_from` on the `kiln.weight`s, so the artifact of a rank holds
+    only its experts' bytes). The shared expert stays on rank 0 only. A
+    `kiln.all_reduce` after each `kiln.moe` adds the ranks' partial results
+    in rank order; attention, the dense layers, the embedding and the head
+    are replicated. The tokens are replicated too (every rank runs every
+    token), so no all-to-all is needed. The expert count must be a multiple
+    of `ranks`. With `ranks=1` the module is left as it is.
+
+    Before, E = 16:
+    ```mlir
+    %g = kiln.weight "model.layers.1.mlp.experts.{e}.gate_proj.weight" : tensor<16x128x256xbf16>
+    %y = kiln.moe %x router %r bias %b experts %g, %u, %d shared %sg, %su, %sd ... -> tensor<?x256xf32>
+    ```
+    After, `ranks=2 rank=1`:
+    ```mlir
+    %g = kiln.weight "model.layers.1.mlp.experts.{e}.gate_proj.weight" experts_from 8 : tensor<8x128x256xbf16>
+    %p = kiln.moe %x router %r bias %b experts %g, %u, %d ... local_experts_from 8 : ... -> tensor<?x256xf32>
+    %y = kiln.all_reduce %p : tensor<?x256xf32>
+    ```
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "1", "Expert-parallel ranks">,
+    Option<"rank", "rank", "int64_t", "0", "This rank, 0 .. ranks-1">,
+  ];
+}
+
 #endif // KILN_PASSES_TD

@@ -105,12 +105,12 @@ struct QuantizeMxfp4Pass
                                    EncodingAttr::get(b.getContext(),
                                                      StorageKind::mxfp4_values,
                                                      *scaleRule),
-                                   sourceScale);
+                                   sourceScale, IntegerAttr());
       auto scales = WeightOp::create(
           b, loc, scalesType, name,
           EncodingAttr::get(b.getContext(), StorageKind::mxfp4_scales,
                             *scaleRule),
-          sourceScale);
+          sourceScale, IntegerAttr());
       return DequantizeOp::create(b, loc, resultType, vals, scales,
                                   b.getDenseI64ArrayAttr({1, 32}));
     };

@@ -43,7 +43,8 @@ Type GraphEmitter::elemType(Dtype dtype) {
 Value GraphEmitter::weight(StringRef name, ArrayRef<int64_t> shape, Type elem) {
   auto type = RankedTensorType::get(shape, elem);
   auto raw = EncodingAttr::get(b_.getContext(), StorageKind::raw, std::nullopt);
-  return WeightOp::create(b_, loc_, type, name, raw, StringAttr());
+  return WeightOp::create(b_, loc_, type, name, raw, StringAttr(),
+                          IntegerAttr());
 }
 
 FailureOr<Value> GraphEmitter::plain(const std::string &name,

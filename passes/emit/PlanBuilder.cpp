@@ -19,7 +19,7 @@ using abi::Kernel;
 std::string WeightSpec::key() const {
   std::ostringstream os;
   os << int(kind) << '|' << name << '|' << scaleName << '|' << int(dtype) << '|'
-     << evenRule;
+     << evenRule << '|' << firstExpert;
   for (int64_t d : shape)
     os << ',' << d;
   return os.str();
@@ -140,6 +140,8 @@ private:
                       w.getType().getShape().end());
     if (w.isExpertStack())
       spec.experts = spec.shape.front();
+    if (auto first = w.getFirstExpert())
+      spec.firstExpert = int64_t(*first);
     return spec;
   }
 
@@ -530,6 +532,7 @@ Status PlanLowering::lower(Operation *op, int64_t pos) {
     p.normTopkProb = m.getNormTopkProb();
     p.blockSize = static_cast<int64_t>(m.getBlockSize());
     p.scale = m.getRoutedScalingFactor().convertToFloat();
+    p.expertOffset = m.getExpertOffset() ? int64_t(*m.getExpertOffset()) : 0;
     return emit(
         Kernel::Moe, op,
         {buffer(m.getInput()), router, bias, g, u, d, sg, su, sd, out(m, rows)},

@@ -44,6 +44,7 @@ struct WeightSpec {
   ElemType dtype = ElemType::BF16; // stored element type of the values
   bool evenRule = true;            // Mxfp4Quant scale rule
   int64_t experts = 0;             // > 0 for `{e}` stacks
+  int64_t firstExpert = 0;         // the stack holds experts from this one
   std::string key() const;
 };
 

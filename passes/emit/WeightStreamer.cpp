@@ -144,7 +144,7 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
     KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
-                          tensor(expertName(spec.name, e)));
+                          tensor(expertName(spec.name, spec.firstExpert + e)));
     KILN_RETURN_IF_ERROR(
         expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
     bool same = (t->dtype == Dtype::BF16 && out.dtype == fb::DType::BF16) ||
@@ -188,7 +188,7 @@ Result<StreamedWeight> Streamer::copied(const WeightSpec &spec) {
     for (int64_t e = 0; e < count; ++e) {
       const std::string &pattern = pass == 0 ? spec.name : spec.scaleName;
       KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
-                            tensor(expertName(pattern, e)));
+                            tensor(expertName(pattern, spec.firstExpert + e)));
       if (pass == 0)
         KILN_RETURN_IF_ERROR(
             expectTensor(*t, {fp8 ? Dtype::F8_E4M3 : Dtype::U8}, valueShape));
@@ -222,10 +222,11 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
     KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
-                          tensor(expertName(spec.name, e)));
+                          tensor(expertName(spec.name, spec.firstExpert + e)));
     const TensorInfo *s = nullptr;
     if (!spec.scaleName.empty()) {
-      KILN_ASSIGN_OR_RETURN(s, tensor(expertName(spec.scaleName, e)));
+      KILN_ASSIGN_OR_RETURN(
+          s, tensor(expertName(spec.scaleName, spec.firstExpert + e)));
       KILN_RETURN_IF_ERROR(expectTensor(*t, {Dtype::F8_E4M3}, shape));
       KILN_RETURN_IF_ERROR(
           expectTensor(*s, {Dtype::F32}, {(n + 127) / 128, (k + 127) / 128}));
@@ -371,7 +372,8 @@ Result<std::vector<StreamedWeight>> kiln::emit::streamWeights(
       for (const std::string *n : {&w.name, &w.scaleName}) {
         if (n->empty())
           continue;
-        if (const TensorInfo *t = checkpoint.find(expertName(*n, e))) {
+        if (const TensorInfo *t =
+                checkpoint.find(expertName(*n, w.firstExpert + e))) {
           totalBytes += t->byteSize;
           ++totalTensors;
         }

@@ -45,7 +45,20 @@ void kiln::cpu::moeForward(ThreadPool &pool, const float *x, int64_t T,
   auto *routeWeights = arena.alloc<float>(T * params.topK);
   route(pool, x, T, weights.router, weights.bias, params, arena, ids,
         routeWeights);
-  moeExperts(pool, x, T, ids, routeWeights, weights, params, arena, y);
+  if (params.localExperts == 0 || params.localExperts == params.numExperts) {
+    moeExperts(pool, x, T, ids, routeWeights, weights, params, arena, y);
+    return;
+  }
+  // One rank's share: ids as indices into the local stacks, -1 (skipped by
+  // alignBlocks) for experts another rank holds.
+  const int64_t pairs = T * params.topK;
+  for (int64_t p = 0; p < pairs; ++p) {
+    int64_t local = ids[p] - params.expertOffset;
+    ids[p] = local >= 0 && local < params.localExperts ? int32_t(local) : -1;
+  }
+  MoeParams localParams = params;
+  localParams.numExperts = params.localExperts;
+  moeExperts(pool, x, T, ids, routeWeights, weights, localParams, arena, y);
 }
 
 namespace {

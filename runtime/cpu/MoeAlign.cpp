@@ -15,7 +15,8 @@ MoeBlocks kiln::cpu::alignBlocks(const int32_t *ids, int64_t T,
   auto *begin = arena.alloc<int32_t>(e + 1);
   std::memset(count, 0, size_t(e) * sizeof(int32_t));
   for (int64_t p = 0; p < b.numPairs; ++p)
-    ++count[ids[p]];
+    if (ids[p] >= 0) // < 0: an expert another rank holds
+      ++count[ids[p]];
   begin[0] = 0;
   for (int64_t x = 0; x < e; ++x)
     begin[x + 1] = begin[x] + int32_t((count[x] + bs - 1) / bs * bs);
@@ -33,7 +34,8 @@ MoeBlocks kiln::cpu::alignBlocks(const int32_t *ids, int64_t T,
       blockExpert[blk] = int32_t(x);
   }
   for (int64_t p = 0; p < b.numPairs; ++p)
-    sorted[fill[ids[p]]++] = int32_t(p);
+    if (ids[p] >= 0)
+      sorted[fill[ids[p]]++] = int32_t(p);
 
   b.sortedIds = sorted;
   b.blockExpert = blockExpert;

@@ -24,6 +24,12 @@ struct MoeParams {
   bool normTopkProb = true;         // norm_topk_prob
   float routedScalingFactor = 1.0f; // routed_scaling_factor
   int64_t blockSize = 64;           // token rows per expert block (Moe.h)
+  /// The weight stacks hold experts [expertOffset, expertOffset +
+  /// localExperts) of the numExperts the router chooses from (one rank's
+  /// share under expert parallelism); pairs routed to others add nothing.
+  /// localExperts 0: all of them.
+  int64_t expertOffset = 0;
+  int64_t localExperts = 0;
 };
 
 /// Steps 1-6 of §3.2 from router logits [T, E]: expert ids [T, topK] in

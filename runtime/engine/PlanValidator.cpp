@@ -662,12 +662,20 @@ private:
     if (bias->length() != e)
       return fail(argLabel(2), ": bias '", bias->name, "' has length ",
                   bias->length(), ", expected ", e, " (the router's experts)");
+    // The stacks hold experts [offset, offset + local) of the e: all of
+    // them, or one rank's share under expert parallelism.
+    const int64_t offset = step_.get<abi::MoeParams>().expertOffset;
+    const int64_t local = gate->view.count;
+    if (offset < 0 || local < 1 || offset + local > e)
+      return fail("params.expert_offset ", offset, ": the stacks' experts [",
+                  offset, ", ", offset + local, ") must lie inside the ", e,
+                  " the router chooses from");
     auto expectStack = [&](size_t a, const BoundWeight *w, int64_t n,
                            int64_t k) -> Status {
-      if (w->view.count != e || w->view.rows != n || w->view.cols != k)
+      if (w->view.count != local || w->view.rows != n || w->view.cols != k)
         return fail(argLabel(a), ": '", w->name, "' is [", w->view.count, ", ",
-                    w->view.rows, ", ", w->view.cols, "], expected [", e, ", ",
-                    n, ", ", k, "]");
+                    w->view.rows, ", ", w->view.cols, "], expected [", local,
+                    ", ", n, ", ", k, "]");
       return Status::ok();
     };
     KILN_RETURN_IF_ERROR(expectStack(3, gate, i, h));
@@ -710,6 +718,8 @@ private:
     p.normTopkProb = params.normTopkProb;
     p.blockSize = params.blockSize;
     p.routedScalingFactor = params.scale;
+    p.expertOffset = offset;
+    p.localExperts = local;
     return Status::ok();
   }
 

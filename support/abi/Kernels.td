@@ -211,7 +211,9 @@ def Moe : Kernel<"moe",
      OptWeight<"shared_down">, Out<"out">],
     [I64<"top_k">, I64<"n_group">, I64<"topk_group">, Bool<"norm_topk_prob">,
      I64<"block_size", "rows per expert block of the routed GEMMs">,
-     F32<"scale", "routed_scaling_factor">]> {
+     F32<"scale", "routed_scaling_factor">,
+     I64<"expert_offset", "the stacks hold experts expert_offset, ...: one "
+                          "rank's share under expert parallelism">]> {
   let rows = [Like<"x", "out">];
   let inPlace = 0;
   let summary = "routed experts (support/abi/MoeRules.h) plus the optional "

@@ -48,7 +48,9 @@ def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
     `f4E2M1FN` (stored two per byte), E8M0 scales `f8E8M0FNU`. `encoding`
     says how the bytes are produced: `raw` (as in the checkpoint), or
     quantized by Kiln from the named float tensor. `source_scale` names the
-    block-scale tensor of an FP8 source being re-quantized.
+    block-scale tensor of an FP8 source being re-quantized. An expert stack
+    with `experts_from F` holds experts F, F+1, ... (one rank's share under
+    expert parallelism); without it, experts 0, 1, ...
 
     ```mlir
     %w = kiln.weight "model.embed_tokens.weight" : tensor<2048x256xbf16>
@@ -57,11 +59,12 @@ def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
     ```
   }];
   let arguments = (ins StrAttr:$name, Kiln_EncodingAttr:$encoding,
-                       OptionalAttr<StrAttr>:$source_scale);
+                       OptionalAttr<StrAttr>:$source_scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$first_expert);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
     $name custom<DefaultEncoding>($encoding) (`source_scale` $source_scale^)?
-    attr-dict `:` type($result)
+    (`experts_from` $first_expert^)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -689,6 +692,11 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     4. weighted combine, plus the shared expert (`shared_gate`/`up`/`down`,
        `[Is, H]`/`[Is, H]`/`[H, Is]`) when present.
 
+    With `local_experts_from F` the stacks hold only experts F .. F+El-1 of
+    the router's E (one rank's share under expert parallelism): the router
+    still chooses among all E, and pairs routed elsewhere add nothing here
+    (the ranks' results are summed by a `kiln.all_reduce`).
+
     ```mlir
     %y = kiln.moe %x router %rw bias %rb experts %g, %u, %d
            top_k 4 groups 1 keep 1 scale 2.5 norm block_size 16
@@ -710,7 +718,8 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     I64Attr:$top_k, I64Attr:$n_group, I64Attr:$topk_group,
     F32Attr:$routed_scaling_factor, UnitAttr:$norm_topk_prob,
     I64Attr:$block_size, OptionalAttr<DenseI64ArrayAttr>:$block,
-    OptionalAttr<DenseI64ArrayAttr>:$shared_block);
+    OptionalAttr<DenseI64ArrayAttr>:$shared_block,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$expert_offset);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `router` $router `bias` $router_bias `experts` $gate `,` $up `,` $down
@@ -720,7 +729,8 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     `top_k` $top_k `groups` $n_group `keep` $topk_group
     `scale` $routed_scaling_factor (`norm` $norm_topk_prob^)?
     `block_size` $block_size (`block` $block^)?
-    (`shared_block` $shared_block^)? attr-dict `:` functional-type(operands, results)
+    (`shared_block` $shared_block^)? (`local_experts_from` $expert_offset^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -177,6 +177,10 @@ LogicalResult WeightOp::verify() {
     return emitOpError() << "expert-stacked weight '" << getName()
                          << "' must have rank >= 3, found rank "
                          << type.getRank();
+  if (getFirstExpert() && !isExpertStack())
+    return emitOpError() << "'experts_from' needs an expert stack ({e} in "
+                            "the name), found '"
+                         << getName() << "'";
   Type e = type.getElementType();
   switch (getEncoding().getKind()) {
   case StorageKind::raw:
@@ -715,7 +719,19 @@ LogicalResult MoeOp::verify() {
     return emitOpError() << "unscaled expert weights must be float, found "
                          << tensorType(getGate()).getElementType();
   }
-  if (failed(verifyExpertStack(*this, getGate(), getUp(), getDown(), e, h, "")))
+  // One rank's share of the experts: [offset, offset + El) of the E.
+  int64_t local = e;
+  if (getExpertOffset()) {
+    auto g = tensorType(getGate());
+    local = g.getRank() == 3 ? g.getDimSize(0) : e;
+    int64_t offset = int64_t(*getExpertOffset());
+    if (local < 1 || offset + local > e)
+      return emitOpError() << "local experts [" << offset << ", "
+                           << offset + local << ") must lie inside the " << e
+                           << " the router chooses from";
+  }
+  if (failed(verifyExpertStack(*this, getGate(), getUp(), getDown(), local, h,
+                               "")))
     return failure();
   if (getSharedGate()) {
     auto sg = tensorType(getSharedGate());

@@ -60,7 +60,8 @@ TEST_F(Dump, RendersWeightsPlansAndTokenizer) {
                                                    {"topk_group", 1},
                                                    {"norm_topk_prob", true},
                                                    {"block_size", 64},
-                                                   {"scale", 2.5}}));
+                                                   {"scale", 2.5},
+                                                   {"expert_offset", 0}}));
   // The sample's first kernel, "embed", is not one Kernels.td declares: its
   // stored table's type is shown instead.
   EXPECT_EQ(decode["dispatches"][0]["params"],

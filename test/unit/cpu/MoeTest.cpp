@@ -195,6 +195,46 @@ TEST(Moe, ExpertsWithoutTokens) {
   EXPECT_EQ(b.expertCount[0], 0);
 }
 
+/// Experts [first, first + count) of a stack.
+WeightView experts(const WeightView &stack, int64_t first, int64_t count) {
+  WeightView v = stack.expert(first);
+  v.count = count;
+  return v;
+}
+
+// Expert parallelism: each of R ranks holds E / R experts (the shared expert
+// on rank 0 only); the ranks' results, added in rank order, are the whole
+// layer's within float rounding, whatever the format.
+TEST_P(MoeFormat, ExpertParallelSharesAddUpToTheWhole) {
+  std::mt19937 rng(11);
+  MoeParams p = params(16, 4, 4, 2);
+  MoeFixture f(rng, GetParam(), p, 64, 32, 32);
+  const int64_t T = 7;
+  std::vector<float> x = randomFloats(rng, T * 64);
+  std::vector<float> whole = fused(2, f, x, T, p);
+  for (int64_t ranks : {2, 4}) {
+    std::vector<float> sum(T * 64, 0.0f);
+    for (int64_t r = 0; r < ranks; ++r) {
+      const int64_t local = 16 / ranks;
+      MoeFixture share = f;
+      share.weights.gate = experts(f.weights.gate, r * local, local);
+      share.weights.up = experts(f.weights.up, r * local, local);
+      share.weights.down = experts(f.weights.down, r * local, local);
+      if (r != 0)
+        share.weights.sharedGate = share.weights.sharedUp =
+            share.weights.sharedDown = WeightView();
+      MoeParams q = p;
+      q.expertOffset = r * local;
+      q.localExperts = local;
+      std::vector<float> part = fused(1, share, x, T, q);
+      EXPECT_EQ(part, fused(2, share, x, T, q)) << "threads change the bits";
+      for (int64_t i = 0; i < T * 64; ++i)
+        sum[i] = r == 0 ? part[i] : sum[i] + part[i];
+    }
+    EXPECT_LE(relL2(sum, whole), 1e-6) << ranks << " ranks";
+  }
+}
+
 TEST(Moe, NoAllocationAfterWarmup) {
   std::mt19937 rng(10);
   MoeParams p = params(16, 4, 4, 2);

@@ -1,0 +1,125 @@
+//===- PartitionExperts.cpp - kiln-partition-experts ----------------------===//
+//
+// One rank's share of every kiln.moe's routed experts (Passes.td). Each
+// expert stack operand (values, and scales when block-scaled) is a
+// kiln.weight of E experts; it is replaced by one of E / ranks experts
+// starting at this rank's first, the shared expert is dropped on ranks
+// other than 0, and a kiln.all_reduce sums the ranks' results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/kiln/IR/KilnOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPARTITIONEXPERTSPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The stack `v` (a kiln.weight of E experts) cut to experts [first,
+/// first + count).
+FailureOr<Value> localStack(OpBuilder &b, MoeOp moe, Value v, int64_t first,
+                            int64_t count) {
+  auto weight = v.getDefiningOp<WeightOp>();
+  if (!weight || !weight.isExpertStack() || weight.getFirstExpert())
+    return moe.emitOpError()
+           << "kiln-partition-experts: an expert operand is not a whole "
+              "kiln.weight expert stack";
+  auto type = cast<RankedTensorType>(weight.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = count;
+  b.setInsertionPoint(weight);
+  auto local = WeightOp::create(
+      b, weight.getLoc(), RankedTensorType::get(shape, type.getElementType()),
+      weight.getName(), weight.getEncoding(), weight.getSourceScaleAttr(),
+      b.getI64IntegerAttr(first));
+  return local.getResult();
+}
+
+struct PartitionExpertsPass
+    : kiln::impl::KilnPartitionExpertsPassBase<PartitionExpertsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (ranks < 1 || rank < 0 || rank >= ranks) {
+      module.emitError() << "kiln-partition-experts: rank " << int64_t(rank)
+                         << " of " << int64_t(ranks)
+                         << " ranks, expected 0 <= rank < ranks";
+      return signalPassFailure();
+    }
+    if (ranks == 1)
+      return;
+    SmallVector<MoeOp> moes;
+    module.walk([&](MoeOp op) { moes.push_back(op); });
+    for (MoeOp moe : moes)
+      if (failed(partition(moe)))
+        return signalPassFailure();
+  }
+
+  LogicalResult partition(MoeOp moe) {
+    if (moe.getExpertOffset())
+      return moe.emitOpError() << "kiln-partition-experts: already partitioned";
+    int64_t experts =
+        cast<RankedTensorType>(moe.getRouter().getType()).getDimSize(0);
+    if (experts % ranks != 0)
+      return moe.emitOpError() << "kiln-partition-experts: " << experts
+                               << " experts do not split evenly over "
+                               << int64_t(ranks) << " ranks";
+    int64_t count = experts / int64_t(ranks), first = int64_t(rank) * count;
+    OpBuilder b(moe);
+    SmallVector<Value> stacks = {moe.getGate(), moe.getUp(), moe.getDown()};
+    for (Value s :
+         {moe.getGateScales(), moe.getUpScales(), moe.getDownScales()})
+      if (s)
+        stacks.push_back(s);
+    for (Value s : {moe.getSharedGate(), moe.getSharedUp(), moe.getSharedDown(),
+                    moe.getSharedGateScales(), moe.getSharedUpScales(),
+                    moe.getSharedDownScales()})
+      if (s)
+        stacks.push_back(s); // erased below on ranks that drop them
+    SmallVector<Value> local;
+    size_t routed = moe.getGateScales() ? 6 : 3;
+    for (Value s : ArrayRef<Value>(stacks).take_front(routed)) {
+      FailureOr<Value> l = localStack(b, moe, s, first, count);
+      if (failed(l))
+        return failure();
+      local.push_back(*l);
+    }
+    bool scaled = moe.getGateScales() != nullptr;
+    bool shared = rank == 0 && moe.getSharedGate();
+    Value none;
+    b.setInsertionPoint(moe);
+    auto part = MoeOp::create(
+        b, moe.getLoc(), moe.getType(), moe.getInput(), moe.getRouter(),
+        moe.getRouterBias(), local[0], local[1], local[2],
+        scaled ? local[3] : none, scaled ? local[4] : none,
+        scaled ? local[5] : none, shared ? moe.getSharedGate() : none,
+        shared ? moe.getSharedUp() : none, shared ? moe.getSharedDown() : none,
+        shared ? moe.getSharedGateScales() : none,
+        shared ? moe.getSharedUpScales() : none,
+        shared ? moe.getSharedDownScales() : none, moe.getTopKAttr(),
+        moe.getNGroupAttr(), moe.getTopkGroupAttr(),
+        moe.getRoutedScalingFactorAttr(), moe.getNormTopkProbAttr(),
+        moe.getBlockSizeAttr(), moe.getBlockAttr(),
+        shared ? moe.getSharedBlockAttr() : DenseI64ArrayAttr(),
+        b.getI64IntegerAttr(first));
+    auto sum = AllReduceOp::create(b, moe.getLoc(), part.getResult());
+    moe.getResult().replaceAllUsesWith(sum.getResult());
+    moe.erase();
+    // Whole stacks, and shared weights this rank drops, nothing reads any
+    // more.
+    for (Value s : stacks)
+      if (auto w = s.getDefiningOp<WeightOp>(); w && w->use_empty())
+        w.erase();
+    return success();
+  }
+};
+
+} // namespace
