@@ -34,6 +34,9 @@ interp_hip = os.path.join(config.kiln_binary_dir, "lib", "interp-hip",
 config.substitutions.append(("%interp_hip", interp_hip))
 if os.path.exists(interp_hip):
     config.available_features.add("interp-hip")
+import shutil
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
 if os.path.isdir(os.path.join(fixtures, "glm5-tiny-dev-fp8")):
     config.available_features.add("all-fixtures")
 

@@ -54,7 +54,8 @@ std::string readChatTemplate(const std::string &path) {
 
 flatbuffers::Offset<fb::ModelConfig>
 buildConfig(flatbuffers::FlatBufferBuilder &fbb, const glm::GlmConfig &config,
-            const std::string &configJson, bool hasDraft, int specDefault) {
+            const std::string &configJson, bool hasDraft,
+            const CompileOptions &options) {
   std::vector<int32_t> eos(config.eosTokenIds.begin(),
                            config.eosTokenIds.end());
   auto family = fbb.CreateString(glm::modelTypeName(config.modelType));
@@ -70,7 +71,9 @@ buildConfig(flatbuffers::FlatBufferBuilder &fbb, const glm::GlmConfig &config,
   b.add_eos_token_ids(eosVec);
   b.add_pad_token_id(int32_t(config.padTokenId.value_or(-1)));
   b.add_mtp_layers(hasDraft ? 1 : 0);
-  b.add_default_spec_k(hasDraft ? specDefault : 0);
+  b.add_default_spec_k(hasDraft ? options.specDefault : 0);
+  b.add_ranks(options.ranks);
+  b.add_rank(options.rank);
   return b.Finish();
 }
 
@@ -356,8 +359,7 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   }
   KILN_ASSIGN_OR_RETURN(auto tokenizerTable, artifact::tokenizerToFlatbuffer(
                                                  fbb, tokenizer, chatTemplate));
-  auto configTable =
-      buildConfig(fbb, config, configJson, hasDraft, options.specDefault);
+  auto configTable = buildConfig(fbb, config, configJson, hasDraft, options);
   auto producer = fbb.CreateString("kiln-compile 0.1");
   std::vector<std::string> targetNames = {"x86_64"};
   for (rocdl::Chip chip : chips)

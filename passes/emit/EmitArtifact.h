@@ -22,6 +22,10 @@ struct CompileOptions {
   /// With cpu among the targets: compile the host kernels into an x86-64
   /// shared object (passes/emit/HostKernels.h).
   bool hostKernels = true;
+  /// Expert parallelism: this artifact is rank `rank` of `ranks` (the module
+  /// already partitioned, kiln-partition-experts).
+  int ranks = 1;
+  int rank = 0;
 };
 
 /// Lowers the fused module to execution plans, streams the weights

@@ -46,6 +46,15 @@ std::string formatCrc32c(uint32_t crc) {
   return os.str();
 }
 
+std::string rankArtifactPath(const std::string &path, int rank) {
+  std::string tag = ".rank" + std::to_string(rank);
+  const std::string ext = ".kiln";
+  if (path.size() > ext.size() &&
+      path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    return path.substr(0, path.size() - ext.size()) + tag + ext;
+  return path + tag;
+}
+
 std::string formatArtifactId(const uint8_t (&id)[16]) {
   std::ostringstream os;
   os << std::hex << std::setfill('0');

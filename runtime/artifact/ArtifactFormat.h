@@ -76,6 +76,10 @@ constexpr uint64_t alignToSegment(uint64_t value) {
 /// 32 lowercase hex digits.
 std::string formatArtifactId(const uint8_t (&id)[16]);
 
+/// The artifact of rank `rank` when `path` was compiled for several ranks
+/// (kiln-compile --ep N -o path): "m.kiln" -> "m.rank1.kiln".
+std::string rankArtifactPath(const std::string &path, int rank);
+
 /// "0x" and 8 lowercase hex digits, as checksums appear in messages.
 std::string formatCrc32c(uint32_t crc);
 

@@ -54,6 +54,18 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   info.padId = config.pad_token_id();
   info.mtpLayers = config.mtp_layers();
   info.defaultSpecK = config.default_spec_k();
+  // Expert-parallel artifacts run only beside their other ranks.
+  const int worldSize = options.comm ? options.comm->size() : 1;
+  const int worldRank = options.comm ? options.comm->rank() : 0;
+  if (config.ranks() != worldSize || config.rank() != worldRank)
+    return fail(makeError(
+        StatusCode::FailedPrecondition, "compiled as rank ", config.rank(),
+        " of ", config.ranks(), " expert-parallel ranks (kiln-compile --ep ",
+        config.ranks(), "), but this process is rank ", worldRank, " of ",
+        worldSize,
+        config.ranks() > 1
+            ? ": run it with mpirun -np " + std::to_string(config.ranks())
+            : std::string()));
 
   int threads = options.threads;
   if (threads == 0)

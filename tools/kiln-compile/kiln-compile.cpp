@@ -27,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "passes/emit/EmitArtifact.h"
+#include "runtime/artifact/ArtifactFormat.h"
 
 using namespace llvm;
 using namespace kiln;
@@ -78,6 +79,13 @@ static cl::opt<int>
                 cl::desc("Default draft tokens per round for kiln-run"),
                 cl::init(3), cl::cat(category));
 
+static cl::opt<int> expertParallel(
+    "ep",
+    cl::desc("Expert-parallel ranks: write one artifact per rank "
+             "(NAME.rank<r>.kiln), each holding its share of the routed "
+             "experts (kiln-partition-experts); run them with mpirun -np N"),
+    cl::init(1), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "kiln-compile: " << message << "\n";
   return 1;
@@ -98,6 +106,8 @@ int main(int argc, char **argv) {
                 "'");
   if (mode == "artifact" && configOnly)
     return fail("--config-only builds IR only; use --emit=graph or fused");
+  if (expertParallel < 1 || expertParallel > 4096)
+    return fail("--ep must be 1 to 4096, found " + Twine(int(expertParallel)));
   if (mode == "artifact" && outputPath == "-")
     return fail("an artifact needs an output file: -o model.kiln");
 
@@ -143,16 +153,42 @@ int main(int argc, char **argv) {
 
   if (mode == "artifact") {
     CompileOptions options;
-    options.outputPath = outputPath;
     options.targets = targets;
     options.maxFileBytes = maxFileBytes;
     options.specDefault = specDefault;
     options.hostKernels = !noHostKernels;
-    Status status =
-        compileArtifact(*module, *config, *checkpoint, inputPath, options);
-    if (!status.isOk())
-      return fail(status.message());
+    options.ranks = expertParallel;
+    for (int rank = 0; rank < expertParallel; ++rank) {
+      // Each rank's share of the experts, from its own copy of the module.
+      mlir::OwningOpRef<mlir::ModuleOp> part = module->clone();
+      if (expertParallel > 1) {
+        mlir::PassManager pm(&context);
+        KilnPartitionExpertsPassOptions split;
+        split.ranks = expertParallel;
+        split.rank = rank;
+        pm.addPass(createKilnPartitionExpertsPass(split));
+        if (failed(pm.run(*part)))
+          return 1;
+      }
+      options.rank = rank;
+      options.outputPath =
+          expertParallel > 1
+              ? artifact::rankArtifactPath(std::string(outputPath), rank)
+              : std::string(outputPath);
+      Status status =
+          compileArtifact(*part, *config, *checkpoint, inputPath, options);
+      if (!status.isOk())
+        return fail(status.message());
+    }
     return 0;
+  }
+  if (expertParallel > 1) {
+    mlir::PassManager pm(&context);
+    KilnPartitionExpertsPassOptions split;
+    split.ranks = expertParallel;
+    pm.addPass(createKilnPartitionExpertsPass(split));
+    if (failed(pm.run(*module)))
+      return 1;
   }
 
   std::string error;

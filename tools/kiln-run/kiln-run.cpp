@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/artifact/ArtifactFormat.h"
+#include "runtime/comm/CommFactory.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
@@ -28,6 +29,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -659,12 +661,48 @@ int runBatch(Model &model, const Options &o) {
 int main(int argc, char **argv) {
   Options o =
       tools::parseOrExit("kiln-run", [&] { return parseArgs(argc, argv); });
+  // Under mpirun (an expert-parallel artifact, kiln-compile --ep N): every
+  // rank runs every step on its own share; rank 0 alone writes what a
+  // single process writes.
+  std::unique_ptr<comm::Communicator> comm;
   try {
+    comm = orFail(comm::makeCommunicator(comm::CommKind::Auto));
+    std::string path = o.model;
+    // The rank artifacts next to o.model (kiln-compile --ep N).
+    int rankFiles = 0;
+    while (
+        rankFiles < 4096 &&
+        std::filesystem::exists(artifact::rankArtifactPath(o.model, rankFiles)))
+      ++rankFiles;
+    if (comm->size() > 1 && rankFiles != comm->size())
+      throw RunError{
+          o.model + " was compiled for " + std::to_string(rankFiles) +
+          " expert-parallel ranks (" + artifact::rankArtifactPath(o.model, 0) +
+          ", ...), but this run has " + std::to_string(comm->size()) +
+          (rankFiles > 0
+               ? ": run it with mpirun -np " + std::to_string(rankFiles)
+               : std::string())};
+    if (comm->size() > 1) {
+      path = artifact::rankArtifactPath(o.model, comm->rank());
+      if (comm->rank() != 0) {
+        if (!std::freopen("/dev/null", "w", stdout))
+          throw RunError{"rank " + std::to_string(comm->rank()) +
+                         ": cannot silence stdout"};
+        o.dumpLogits.clear();
+        o.output.clear();
+      }
+    } else if (!std::filesystem::exists(o.model) && rankFiles > 0) {
+      throw RunError{
+          o.model + " was compiled for " + std::to_string(rankFiles) +
+          " expert-parallel ranks (" + artifact::rankArtifactPath(o.model, 0) +
+          ", ...): run it with mpirun -np " + std::to_string(rankFiles)};
+    }
     LoadOptions load;
     load.threads = int(o.threads);
     load.pinThreads = o.pinThreads;
     load.verifyChecksums = o.verify;
-    std::unique_ptr<Model> model = orFail(Model::load(o.model, load));
+    load.comm = comm.get();
+    std::unique_ptr<Model> model = orFail(Model::load(path, load));
     if (o.device == "hip") {
       hip::HipPlanOptions hipOptions;
       hipOptions.slots = o.gpuSlots;
@@ -682,6 +720,10 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
     return 2;
   } catch (const RunError &e) {
+    // A rank that fails ends the others at once instead of leaving them in
+    // a collective until the timeout.
+    if (comm && comm->size() > 1)
+      comm->abortAll("kiln-run: " + e.message);
     std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
     return 1;
   }

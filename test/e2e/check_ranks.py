@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Expert-parallel runs of the fixture against its single-rank artifact.
+
+usage: check_ranks.py KILN_BIN FIXTURE_DIR WORK_DIR [--ep N ...]
+
+Compiles the fixture once as one artifact and, for each N, with --ep N into
+N rank artifacts; then, for every golden prompt whose greedy margin the
+fixture's fragility data marks safe (top-1/top-2 gap >= 1e-3), runs
+`mpirun -np N kiln-run` (spec 0 and the default spec) beside the
+single-rank run and checks: last-position logits within relative L2 1e-5,
+greedy tokens equal to the single rank's and to golden/greedy.json, only
+rank 0 writing to stdout. Also checks each rank maps 1/N of the experts'
+bytes (kiln-dump) plus the replicated rest, and that a wrong process count
+or a single process is refused with a message naming both sides.
+Prints one line per check and exits 1 on any failure. mpirun runs on
+loopback only, as root where needed, with --oversubscribe.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+ap = argparse.ArgumentParser()
+ap.add_argument("kiln_bin")
+ap.add_argument("fixture")
+ap.add_argument("work")
+ap.add_argument("--ep", type=int, action="append", default=[])
+args = ap.parse_args()
+eps = args.ep or [2]
+
+MPIRUN = [shutil.which("mpirun") or "mpirun", "--oversubscribe", "--mca",
+          "btl", "self,vader", "--mca", "oob_tcp_if_include", "lo"]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_btl_vader_single_copy_mechanism="none",
+           KILN_COMM_TIMEOUT_S="30")
+failures = 0
+
+
+def report(ok, what):
+    global failures
+    print(("ok   " if ok else "FAIL ") + what)
+    failures += 0 if ok else 1
+
+
+def tool(name):
+    return os.path.join(args.kiln_bin, name)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV,
+                          timeout=120, **kw)
+
+
+os.makedirs(args.work, exist_ok=True)
+single = os.path.join(args.work, "one.kiln")
+out = run([tool("kiln-compile"), args.fixture, "-o", single])
+if out.returncode != 0:
+    print("FAIL compile: " + out.stderr)
+    sys.exit(1)
+
+golden = os.path.join(args.fixture, "golden")
+prompts = json.load(open(os.path.join(golden, "prompts.json")))
+fragility = json.load(open(os.path.join(golden, "fragility.json")))
+greedy = {g["name"]: g["greedy_ids"] for g in
+          json.load(open(os.path.join(golden, "greedy.json")))["prompts"]}
+safe = [p for p in prompts
+        if fragility.get(p["name"], {}).get("greedy_min_top1_top2_gap", 0) >= 1e-3]
+
+
+def kiln_run(launcher, artifact, prompt_file, logits, spec):
+    cmd = launcher + [tool("kiln-run"), artifact, "--prompt-file", prompt_file,
+                      "-n", "32", "--ignore-eos", "--threads", "1",
+                      "--output-format=json", "--dump-logits", logits,
+                      "--spec", spec]
+    return run(cmd)
+
+
+def expert_bytes(artifact):
+    dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
+    tensors = dump["weights"]["tensors"]
+    experts = sum(w["bytes"] for w in tensors if "{e}" in w["name"])
+    rest = sum(w["bytes"] for w in tensors
+               if "{e}" not in w["name"] and "shared_experts" not in w["name"])
+    return experts, rest
+
+
+one_experts, one_rest = expert_bytes(single)
+for n in eps:
+    base = os.path.join(args.work, f"ep{n}.kiln")
+    out = run([tool("kiln-compile"), args.fixture, "--ep", str(n), "-o", base])
+    if out.returncode != 0:
+        report(False, f"ep {n}: compile: {out.stderr.strip()}")
+        continue
+    for r in range(n):
+        experts, rest = expert_bytes(base.replace(".kiln", f".rank{r}.kiln"))
+        report(experts * n == one_experts and rest == one_rest,
+               f"ep {n} rank {r}: expert bytes {experts} = 1/{n} of "
+               f"{one_experts}, replicated bytes {rest} (single: {one_rest})")
+    for i, p in enumerate(safe):
+        prompt_file = os.path.join(args.work, f"p{i}.txt")
+        with open(prompt_file, "w", encoding="utf-8") as f:
+            f.write(p["text"])
+        for spec in ("0", "3"):
+            ref_logits = os.path.join(args.work, f"one{i}.npy")
+            ep_logits = os.path.join(args.work, f"ep{n}_{i}.npy")
+            ref = kiln_run([], single, prompt_file, ref_logits, spec)
+            got = kiln_run(MPIRUN + ["-np", str(n)], base, prompt_file,
+                           ep_logits, spec)
+            what = f"ep {n} {p['name']} spec {spec}"
+            if ref.returncode != 0 or got.returncode != 0:
+                report(False, what + ": kiln-run failed: " +
+                       (ref.stderr + got.stderr).strip()[-400:])
+                continue
+            # Rank 0 alone prints: exactly one JSON document on stdout.
+            try:
+                a, b = json.loads(ref.stdout), json.loads(got.stdout)
+            except ValueError:
+                report(False, what + ": stdout is not one JSON document "
+                       "(did another rank print?)")
+                continue
+            la = np.load(ref_logits).astype(np.float64)
+            lb = np.load(ep_logits).astype(np.float64)
+            rel = float(np.linalg.norm(lb - la) / np.linalg.norm(la))
+            gold = greedy[p["name"]][:32]
+            report(rel <= 1e-5 and b["ids"] == a["ids"] and
+                   b["ids"][:len(gold)] == gold,
+                   f"{what}: logits rel L2 {rel:.1e}, greedy "
+                   f"{'equal' if b['ids'] == a['ids'] else 'DIFFERENT'}, "
+                   f"golden {'equal' if b['ids'][:len(gold)] == gold else 'DIFFERENT'}")
+
+# Wrong process counts are refused, naming both sides.
+base = os.path.join(args.work, f"ep{eps[0]}.kiln")
+prompt = ["-p", "def f(x):", "-n", "2"]
+alone = run([tool("kiln-run"), base] + prompt)
+report(alone.returncode == 1 and
+       f"run it with mpirun -np {eps[0]}" in alone.stderr,
+       "one process on an expert-parallel artifact: " + alone.stderr.strip())
+direct = run([tool("kiln-run"), base.replace(".kiln", ".rank1.kiln")] + prompt)
+report(direct.returncode == 1 and
+       f"compiled as rank 1 of {eps[0]} expert-parallel ranks" in
+       direct.stderr and "this process is rank 0 of 1" in direct.stderr,
+       "one process on a rank artifact: " + direct.stderr.strip())
+wrong = run(MPIRUN + ["-np", str(eps[0] * 2), tool("kiln-run"), base] + prompt)
+report(wrong.returncode != 0 and
+       f"compiled for {eps[0]} expert-parallel ranks" in wrong.stderr and
+       f"this run has {eps[0] * 2}" in wrong.stderr,
+       f"{eps[0] * 2} processes on an --ep {eps[0]} artifact: exit "
+       f"{wrong.returncode}")
+sys.exit(1 if failures else 0)
