@@ -11,7 +11,10 @@ single-rank run and checks: last-position logits within relative L2 1e-5,
 greedy tokens equal to the single rank's and to golden/greedy.json, only
 rank 0 writing to stdout. Also checks each rank maps 1/N of the experts'
 bytes (kiln-dump) plus the replicated rest, and that a wrong process count
-or a single process is refused with a message naming both sides.
+or a single process is refused with a message naming both sides, that a
+batch of concurrent requests (--batch-file) gives the single rank's tokens,
+and that a rank killed or stopped mid-run ends the job, non-zero, within the
+collective timeout.
 Prints one line per check and exits 1 on any failure. mpirun runs on
 loopback only, as root where needed, with --oversubscribe.
 """
@@ -19,8 +22,10 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -151,4 +156,91 @@ report(wrong.returncode != 0 and
        f"this run has {eps[0] * 2}" in wrong.stderr,
        f"{eps[0] * 2} processes on an --ep {eps[0]} artifact: exit "
        f"{wrong.returncode}")
+# A batch of concurrent requests: the engine's batched plans on every rank.
+n = eps[0]
+base = os.path.join(args.work, f"ep{n}.kiln")
+batch = os.path.join(args.work, "batch.jsonl")
+with open(batch, "w") as f:
+    for i, p in enumerate(safe * 2):
+        f.write(json.dumps({"id": str(i), "prompt": p["text"],
+                            "max_tokens": 48, "ignore_eos": True}) + "\n")
+
+
+def batch_ids(launcher, artifact, out):
+    r = run(launcher + [tool("kiln-run"), artifact, "--batch-file", batch,
+                        "-o", out, "--threads", "1"])
+    if r.returncode != 0:
+        return None, r.stderr
+    return [json.loads(line)["ids"] for line in open(out)], ""
+
+
+one_ids, e1 = batch_ids([], single, os.path.join(args.work, "b1.jsonl"))
+ep_ids, e2 = batch_ids(MPIRUN + ["-np", str(n)], base,
+                       os.path.join(args.work, "b2.jsonl"))
+report(one_ids is not None and one_ids == ep_ids,
+       f"ep {n} batch of {len(safe) * 2} concurrent requests: "
+       + ("tokens equal to the single rank's" if one_ids == ep_ids
+          else "DIFFERENT " + (e1 + e2)[-300:]))
+
+
+def rank_pid(rank):
+    """The kiln-run process of MPI rank `rank` (Linux /proc)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
+            environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"kiln-run" in cmdline and \
+                f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
+            return int(pid)
+    return None
+
+
+# A rank that dies (SIGKILL) or hangs (SIGSTOP) mid-run: the job ends,
+# non-zero, within the collective timeout (3 s here) plus slack.
+long_batch = os.path.join(args.work, "long.jsonl")
+with open(long_batch, "w") as f:
+    for i in range(24):
+        f.write(json.dumps({"prompt": f"def f{i}(x):", "max_tokens": 1500,
+                            "ignore_eos": True}) + "\n")
+for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
+    env = dict(ENV, KILN_COMM_TIMEOUT_S="3")
+    job = subprocess.Popen(MPIRUN + ["-np", "2", tool("kiln-run"),
+                                     os.path.join(args.work, "ep2.kiln"),
+                                     "--batch-file", long_batch, "-o",
+                                     os.devnull, "--threads", "1"],
+                           env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    victim = None
+    for _ in range(100):
+        time.sleep(0.1)
+        victim = rank_pid(1)
+        if victim:
+            break
+    time.sleep(1.5)  # mid-run
+    if victim is None or job.poll() is not None:
+        job.kill()
+        report(False, f"rank 1 {name}: no running rank 1 to stop")
+        continue
+    start = time.time()
+    os.kill(victim, sig)
+    try:
+        _, err = job.communicate(timeout=30)
+        took = time.time() - start
+        report(job.returncode != 0 and took < 3 + 10,
+               f"rank 1 {name} mid-run: the job exited {job.returncode} "
+               f"after {took:.1f} s")
+    except subprocess.TimeoutExpired:
+        job.kill()
+        if victim:
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except OSError:
+                pass
+        job.communicate()
+        report(False, f"rank 1 {name} mid-run: the job still ran after 30 s")
+
 sys.exit(1 if failures else 0)
