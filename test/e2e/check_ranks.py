@@ -183,6 +183,19 @@ report(one_ids is not None and one_ids == ep_ids,
           else "DIFFERENT " + (e1 + e2)[-300:]))
 
 
+# kiln-bench under mpirun: rank 0 prints each rank's compute and
+# communication time per step.
+bench = run(MPIRUN + ["-np", str(n), tool("kiln-bench"), base, "--profile",
+                      "--results", os.devnull, "--decode-tokens", "8"])
+rows = [line.split() for line in bench.stdout.splitlines()]
+ranks_seen = [r[0] for r in rows if len(r) == 3 and r[0].isdigit()]
+report(bench.returncode == 0 and
+       "communication us/step" in bench.stdout and
+       ranks_seen[:n] == [str(r) for r in range(n)],
+       f"kiln-bench --profile under mpirun -np {n}: per-rank compute and "
+       f"communication rows for ranks {ranks_seen[:n]}")
+
+
 def rank_pid(rank):
     """The kiln-run process of MPI rank `rank` (Linux /proc)."""
     for pid in os.listdir("/proc"):

@@ -35,6 +35,8 @@ bench::engineDecode(engine::Model &model, int64_t batch, int64_t promptTokens,
   // Prefill until every request has its first token.
   while (engine->hasWork() && engine->metrics().generatedTokens < batch)
     engine->step();
+  // The profile (kiln-bench --profile) covers the decode steps only.
+  model.profile().reset();
   EngineDecodeResult r;
   r.bestStepS = 1e30;
   while (engine->hasWork()) {

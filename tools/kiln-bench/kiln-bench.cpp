@@ -19,12 +19,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/comm/CommFactory.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/engine/Generator.h"
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
+#include "tools/common/RankArtifact.h"
 #include "tools/kiln-bench/EngineDecode.h"
 #include "tools/kiln-bench/MemoryBandwidth.h"
 #include "tools/kiln-bench/WeightTraffic.h"
@@ -95,10 +97,36 @@ Prefill and decode speed of a Kiln artifact on this machine.
   -h, --help            this help
 )";
 
+/// Expert-parallel runs: each rank's time per step in its kernels
+/// (compute) and in all_reduce (communication, including waiting for the
+/// slowest rank), gathered to rank 0.
+void printRankTimes(const engine::StepProfile &p, int64_t steps,
+                    comm::Communicator &comm) {
+  const size_t reduce = size_t(abi::Kernel::AllReduce);
+  double total = 0;
+  for (size_t k = 0; k < p.kKinds; ++k)
+    total += p.seconds[k];
+  std::vector<int64_t> mine = {
+      int64_t((total - p.seconds[reduce]) / double(steps) * 1e9),
+      int64_t(p.seconds[reduce] / double(steps) * 1e9)};
+  std::vector<int64_t> all(2 * size_t(comm.size()));
+  Status s = comm.allGather(mine, all);
+  if (!s.isOk()) {
+    std::fprintf(stderr, "kiln-bench: %s\n", s.toString().c_str());
+    return;
+  }
+  std::printf("    %-6s %16s %22s\n", "rank", "compute us/step",
+              "communication us/step");
+  for (int r = 0; r < comm.size(); ++r)
+    std::printf("    %-6d %16.1f %22.1f\n", r, double(all[2 * r]) / 1e3,
+                double(all[2 * r + 1]) / 1e3);
+}
+
 /// Prints the time per kernel kind that `model` collected over `steps`
-/// plan runs that took `seconds` in all, most expensive first.
+/// plan runs that took `seconds` in all, most expensive first; with
+/// several ranks, each rank's compute and communication time.
 void printProfile(engine::Model &model, const std::string &what, int64_t steps,
-                  double seconds) {
+                  double seconds, comm::Communicator &comm) {
   const engine::StepProfile &p = model.profile();
   std::vector<size_t> order;
   double total = 0;
@@ -121,6 +149,8 @@ void printProfile(engine::Model &model, const std::string &what, int64_t steps,
                 double(p.calls[k]) / double(steps),
                 p.seconds[k] / double(steps) * 1e6,
                 100 * p.seconds[k] / seconds);
+  if (comm.size() > 1)
+    printRankTimes(p, steps, comm);
 }
 
 [[noreturn]] void usage(const std::string &message) {
@@ -440,6 +470,22 @@ int fail(const Status &s) {
 
 int main(int argc, char **argv) {
   Options o = parse(argc, argv);
+  // Expert-parallel artifacts run under mpirun (docs/parallel.md); rank 0
+  // alone prints and writes results.
+  auto madeComm = comm::makeCommunicator(comm::CommKind::Auto);
+  if (!madeComm.isOk())
+    return fail(madeComm.status());
+  comm::Communicator &comm = **madeComm;
+  if (!o.model.empty()) {
+    auto path = tools::rankArtifact(o.model, comm);
+    if (!path.isOk())
+      return fail(path.status());
+    o.model = *path;
+  }
+  if (comm.rank() != 0) {
+    o.results = "/dev/null";
+    o.json.clear();
+  }
   std::printf("%s\n", cpu::cpuSummary().c_str());
   std::vector<Row> rows;
   for (int threads : o.threads) {
@@ -461,6 +507,7 @@ int main(int argc, char **argv) {
     engine::LoadOptions lo;
     lo.threads = threads;
     lo.pinThreads = o.pinThreads;
+    lo.comm = &comm;
     auto loaded = engine::Model::load(o.model, lo);
     if (!loaded.isOk())
       return fail(loaded.status());
@@ -511,7 +558,7 @@ int main(int argc, char **argv) {
                   (long long)o.promptTokens, threads,
                   double(o.promptTokens) / dt);
       if (o.profile)
-        printProfile(model, "prefill", 1, dt);
+        printProfile(model, "prefill", 1, dt, comm);
     }
     // Decode at each batch size: on the CPU through the serving engine
     // (EngineDecode.h); a device runs the decode plan directly, as the
@@ -521,6 +568,7 @@ int main(int argc, char **argv) {
       model.profile().reset();
       model.profile().enabled = o.profile;
       double total = 0;
+      int64_t profiledSteps = o.decodeTokens;
       if (!model.device()) {
         auto r = bench::engineDecode(model, batch, o.promptTokens,
                                      o.decodeTokens, 1);
@@ -528,6 +576,7 @@ int main(int argc, char **argv) {
           return fail(r.status());
         model.profile().enabled = false;
         total = r->seconds;
+        profiledSteps = r->steps;
         mean = r->seconds / double(std::max<int64_t>(r->steps, 1));
         best = r->bestStepS;
         tokPerSec = double(r->tokens) / r->seconds;
@@ -589,7 +638,7 @@ int main(int argc, char **argv) {
                             : "");
       if (o.profile)
         printProfile(model, "decode batch " + std::to_string(batch),
-                     o.decodeTokens, total);
+                     profiledSteps, total, comm);
     }
   }
   appendResults(o, rows);

@@ -21,6 +21,7 @@
 #include "runtime/hip/HipPlanDevice.h"
 #include "runtime/support/Npy.h"
 #include "tools/common/ArgParse.h"
+#include "tools/common/RankArtifact.h"
 #include "tools/kiln-run/BatchFile.h"
 
 #include <nlohmann/json.hpp>
@@ -667,35 +668,10 @@ int main(int argc, char **argv) {
   std::unique_ptr<comm::Communicator> comm;
   try {
     comm = orFail(comm::makeCommunicator(comm::CommKind::Auto));
-    std::string path = o.model;
-    // The rank artifacts next to o.model (kiln-compile --ep N).
-    int rankFiles = 0;
-    while (
-        rankFiles < 4096 &&
-        std::filesystem::exists(artifact::rankArtifactPath(o.model, rankFiles)))
-      ++rankFiles;
-    if (comm->size() > 1 && rankFiles != comm->size())
-      throw RunError{
-          o.model + " was compiled for " + std::to_string(rankFiles) +
-          " expert-parallel ranks (" + artifact::rankArtifactPath(o.model, 0) +
-          ", ...), but this run has " + std::to_string(comm->size()) +
-          (rankFiles > 0
-               ? ": run it with mpirun -np " + std::to_string(rankFiles)
-               : std::string())};
-    if (comm->size() > 1) {
-      path = artifact::rankArtifactPath(o.model, comm->rank());
-      if (comm->rank() != 0) {
-        if (!std::freopen("/dev/null", "w", stdout))
-          throw RunError{"rank " + std::to_string(comm->rank()) +
-                         ": cannot silence stdout"};
-        o.dumpLogits.clear();
-        o.output.clear();
-      }
-    } else if (!std::filesystem::exists(o.model) && rankFiles > 0) {
-      throw RunError{
-          o.model + " was compiled for " + std::to_string(rankFiles) +
-          " expert-parallel ranks (" + artifact::rankArtifactPath(o.model, 0) +
-          ", ...): run it with mpirun -np " + std::to_string(rankFiles)};
+    std::string path = orFail(tools::rankArtifact(o.model, *comm));
+    if (comm->rank() != 0) {
+      o.dumpLogits.clear();
+      o.output.clear();
     }
     LoadOptions load;
     load.threads = int(o.threads);
