@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS=(
   cmake ninja-build ccache g++ git pkg-config
-  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
+  llvm-22 llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 lld-22 libclang-rt-22-dev
   clang-format-22
   flatbuffers-compiler libflatbuffers-dev
   libpcre2-dev nlohmann-json3-dev libcpp-httplib-dev libboost-dev

@@ -55,6 +55,8 @@ Result<std::vector<float>> hiddenOf(const std::string &path, int threads) {
 
 TEST(AllReduceMpi, SumsEveryRanksRowsInRankOrder) {
   TinyModel m = allReduceModel();
+  m.ranks = gComm->size();
+  m.rank = gComm->rank();
   std::string path = tempPath("all-reduce.kiln");
   ASSERT_TRUE(writeTinyArtifact(path, m).isOk());
   std::vector<float> expect(16, 0.0f);

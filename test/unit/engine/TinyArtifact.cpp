@@ -234,7 +234,7 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
   auto config = fb::CreateModelConfigDirect(
       fbb, "glm_moe_dsa", "{}", model.hidden, model.vocab, 1,
       model.maxPositions, &model.eos, model.eos.empty() ? 0 : model.eos[0], 0,
-      0);
+      0, model.ranks, model.rank);
   Offset<fb::Tokenizer> tokenizer =
       model.withTokenizer ? buildTokenizer(fbb) : Offset<fb::Tokenizer>();
   std::vector<Offset<flatbuffers::String>> files;

@@ -69,6 +69,9 @@ struct TinyModel {
   int64_t vocab = 16;
   int64_t maxPositions = 64;
   std::vector<int32_t> eos = {15};
+  /// This artifact is rank `rank` of `ranks` (ModelConfig; Model::load
+  /// checks them against the communicator).
+  int ranks = 1, rank = 0;
   bool withTokenizer = true;
   std::vector<TinyWeight> weights;
   std::vector<TinyCache> caches;
