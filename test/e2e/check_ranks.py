@@ -196,8 +196,27 @@ report(bench.returncode == 0 and
        f"communication rows for ranks {ranks_seen[:n]}")
 
 
-def rank_pid(rank):
-    """The kiln-run process of MPI rank `rank` (Linux /proc)."""
+def parent_of(pid):
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return 0
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def descends_from(pid, ancestor):
+    for _ in range(64):
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+        pid = parent_of(pid)
+    return False
+
+
+def rank_pid(rank, job_pid):
+    """The kiln-run process of MPI rank `rank` under mpirun `job_pid` (Linux
+    /proc; other tests may run their own jobs at the same time)."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -207,7 +226,8 @@ def rank_pid(rank):
         except OSError:
             continue
         if b"kiln-run" in cmdline and \
-                f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ:
+                f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ and \
+                descends_from(int(pid), job_pid):
             return int(pid)
     return None
 
@@ -230,7 +250,7 @@ for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
     victim = None
     for _ in range(100):
         time.sleep(0.1)
-        victim = rank_pid(1)
+        victim = rank_pid(1, job.pid)
         if victim:
             break
     time.sleep(1.5)  # mid-run
