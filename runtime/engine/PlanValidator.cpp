@@ -179,21 +179,13 @@ private:
   size_t args() const { return step_.args.size(); }
   const fb::Arg &arg(size_t i) const { return step_.args[i]; }
 
-  Result<const BufferInfo *> buffer(size_t i, fb::DType dtype) const {
-    if (arg(i).kind() != fb::ArgKind::Buffer)
-      return fail(argLabel(i), ": is a ", fb::EnumNameArgKind(arg(i).kind()),
-                  ", expected a Buffer");
-    const BufferInfo &b = r_.buffers_[arg(i).index()];
-    if (b.dtype != dtype)
-      return fail(argLabel(i), ": buffer '", b.name, "' is ",
-                  fb::EnumNameDType(b.dtype), ", expected ",
-                  fb::EnumNameDType(dtype));
-    return &b;
+  // The argument getters: abi::signatureError has checked each argument's
+  // kind and element type against Kernels.td before a kernel's own rules
+  // run.
+  const BufferInfo *buffer(size_t i) const {
+    return &r_.buffers_[arg(i).index()];
   }
   Result<const BoundWeight *> weight(size_t i) const {
-    if (arg(i).kind() != fb::ArgKind::Weight)
-      return fail(argLabel(i), ": is a ", fb::EnumNameArgKind(arg(i).kind()),
-                  ", expected a Weight");
     const BoundWeight &w = weights_[arg(i).index()];
     if (!w.unsupported.empty())
       return fail(argLabel(i), ": weight '", w.name, "' ", w.unsupported);
@@ -220,10 +212,7 @@ private:
                   ", expected a vector [D]");
     return w;
   }
-  Result<const fb::Cache *> cache(size_t i) const {
-    if (arg(i).kind() != fb::ArgKind::Cache)
-      return fail(argLabel(i), ": is a ", fb::EnumNameArgKind(arg(i).kind()),
-                  ", expected a Cache");
+  const fb::Cache *cache(size_t i) const {
     return meta_.caches()->Get(arg(i).index());
   }
   bool isNone(size_t i) const { return arg(i).kind() == fb::ArgKind::None; }
@@ -337,7 +326,7 @@ private:
 
   Status checkEmbedding() {
     KILN_ASSIGN_OR_RETURN(const BoundWeight *table, matrix(1));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    const BufferInfo *out = buffer(2);
     KILN_RETURN_IF_ERROR(
         width(2, *out, table->view.cols, "the table's row width"));
     if (arg(0).index() == r_.tokenIds_)
@@ -349,7 +338,7 @@ private:
 
   Status checkNorm() {
     bool layer = step_.kernel == Kernel::LayerNorm;
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    const BufferInfo *x = buffer(0);
     KILN_ASSIGN_OR_RETURN(const BoundWeight *w, vector(1));
     step_.cols = w->length();
     KILN_RETURN_IF_ERROR(divides(0, *x, step_.cols, "the weight's length"));
@@ -368,9 +357,9 @@ private:
   }
 
   Status checkMatmul() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    const BufferInfo *x = buffer(0);
     KILN_ASSIGN_OR_RETURN(const BoundWeight *w, matrix(1));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    const BufferInfo *out = buffer(2);
     KILN_RETURN_IF_ERROR(
         width(0, *x, w->view.cols, "the weight '" + w->name + "' K"));
     KILN_RETURN_IF_ERROR(
@@ -379,7 +368,7 @@ private:
   }
 
   Status checkRope() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    const BufferInfo *x = buffer(0);
     const auto &p = step_.get<abi::RopeParams>();
     int64_t style = p.style, offset = p.offset, rotary = p.rotaryDim,
             heads = p.heads;
@@ -410,7 +399,7 @@ private:
       KILN_ASSIGN_OR_RETURN(const BoundWeight *w, vector(i));
       return w->length();
     }
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *b, buffer(i, fb::DType::F32));
+    const BufferInfo *b = buffer(i);
     if (b->rows != fb::Rows::One)
       return fail(argLabel(i), ": cannot broadcast buffer '", b->name,
                   "' with ", rowsName(b->rows), " rows");
@@ -418,7 +407,7 @@ private:
   }
 
   Status checkBinary() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    const BufferInfo *out = buffer(2);
     auto isFull = [&](size_t i) {
       if (arg(i).kind() != fb::ArgKind::Buffer)
         return false;
@@ -436,7 +425,7 @@ private:
                       " does not match the output either; expected one "
                       "operand of the output's shape ",
                       shapeString(*out));
-        KILN_ASSIGN_OR_RETURN(const BufferInfo *lhs, buffer(0, fb::DType::F32));
+        const BufferInfo *lhs = buffer(0);
         KILN_RETURN_IF_ERROR(sameRows(2, *out, 0, *lhs));
         return width(0, *lhs, out->rowElems, "the output's width");
       }
@@ -462,9 +451,8 @@ private:
   // output (a fresh value) and the element counts.
   Status checkRowOp() {
     bool argmax = step_.kernel == Kernel::Argmax;
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out,
-                          buffer(1, argmax ? fb::DType::I32 : fb::DType::F32));
+    const BufferInfo *x = buffer(0);
+    const BufferInfo *out = buffer(1);
     if (argmax) {
       KILN_RETURN_IF_ERROR(
           divides(0, *x, out->rowElems, "one index per row of the output"));
@@ -484,8 +472,8 @@ private:
   }
 
   Status checkTopK() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *values, buffer(1, fb::DType::F32));
+    const BufferInfo *x = buffer(0);
+    const BufferInfo *values = buffer(1);
     step_.k = step_.get<abi::TopKParams>().k;
     if (step_.k < 1)
       return fail("k ", step_.k, ", expected >= 1");
@@ -500,8 +488,8 @@ private:
   }
 
   Status checkGather() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(2, fb::DType::F32));
+    const BufferInfo *x = buffer(0);
+    const BufferInfo *out = buffer(2);
     step_.k = out->lastDim();
     int64_t groups = out->rowElems / step_.k;
     KILN_RETURN_IF_ERROR(divides(0, *x, groups, "the output's rows of k"));
@@ -520,7 +508,7 @@ private:
     const BufferInfo &w = r_.buffers_[arg(whole).index()];
     int64_t total = 0;
     for (size_t i : pieces) {
-      KILN_ASSIGN_OR_RETURN(const BufferInfo *p, buffer(i, w.dtype));
+      const BufferInfo *p = buffer(i);
       total += p->rowElems;
     }
     KILN_RETURN_IF_ERROR(
@@ -549,8 +537,8 @@ private:
   }
 
   Status checkKvAppend() {
-    KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(0));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *values, buffer(3, fb::DType::F32));
+    const fb::Cache *c = cache(0);
+    const BufferInfo *values = buffer(3);
     KILN_RETURN_IF_ERROR(
         width(3, *values, c->width(),
               "the width of cache '" + c->name()->str() + "'"));
@@ -562,11 +550,11 @@ private:
   }
 
   Status checkMla() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *qn, buffer(0, fb::DType::F32));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *qp, buffer(1, fb::DType::F32));
+    const BufferInfo *qn = buffer(0);
+    const BufferInfo *qp = buffer(1);
     KILN_ASSIGN_OR_RETURN(const BoundWeight *kvb, matrix(2));
-    KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(3));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(7, fb::DType::F32));
+    const fb::Cache *c = cache(3);
+    const BufferInfo *out = buffer(7);
     int64_t heads = step_.get<abi::MlaAttentionParams>().heads;
     if (heads < 1)
       return fail("params.heads ", heads, ", expected >= 1");
@@ -588,7 +576,7 @@ private:
                   " (kv_b's latent dim ", m.latentDim, " + rope dim ",
                   m.ropeDim, ")");
     if (!isNone(6)) {
-      KILN_ASSIGN_OR_RETURN(const BufferInfo *topk, buffer(6, fb::DType::I32));
+      const BufferInfo *topk = buffer(6);
       step_.k = topk->rowElems;
     }
     KILN_RETURN_IF_ERROR(
@@ -597,10 +585,10 @@ private:
   }
 
   Status checkIndexer() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *q, buffer(0, fb::DType::F32));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *w, buffer(1, fb::DType::F32));
-    KILN_ASSIGN_OR_RETURN(const fb::Cache *c, cache(2));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(5, fb::DType::I32));
+    const BufferInfo *q = buffer(0);
+    const BufferInfo *w = buffer(1);
+    const fb::Cache *c = cache(2);
+    const BufferInfo *out = buffer(5);
     int64_t k = step_.get<abi::IndexerTopKParams>().k,
             heads = step_.get<abi::IndexerTopKParams>().heads;
     if (k < 1 || heads < 1)
@@ -620,10 +608,10 @@ private:
   }
 
   Status checkGqa() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *q, buffer(0, fb::DType::F32));
-    KILN_ASSIGN_OR_RETURN(const fb::Cache *kc, cache(1));
-    KILN_ASSIGN_OR_RETURN(const fb::Cache *vc, cache(2));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(5, fb::DType::F32));
+    const BufferInfo *q = buffer(0);
+    const fb::Cache *kc = cache(1);
+    const fb::Cache *vc = cache(2);
+    const BufferInfo *out = buffer(5);
     int64_t qHeads = step_.get<abi::GqaAttentionParams>().qHeads;
     if (qHeads < 1)
       return fail("params.q_heads ", qHeads, ", expected >= 1");
@@ -648,13 +636,13 @@ private:
   }
 
   Status checkMoe() {
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *x, buffer(0, fb::DType::F32));
+    const BufferInfo *x = buffer(0);
     KILN_ASSIGN_OR_RETURN(const BoundWeight *router, matrix(1));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *bias, vector(2));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *gate, stack(3));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *up, stack(4));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *down, stack(5));
-    KILN_ASSIGN_OR_RETURN(const BufferInfo *out, buffer(9, fb::DType::F32));
+    const BufferInfo *out = buffer(9);
     const int64_t h = router->view.cols, e = router->view.rows;
     const int64_t i = gate->view.rows;
     KILN_RETURN_IF_ERROR(width(0, *x, h, "the router's K (hidden size)"));

@@ -136,6 +136,16 @@ def with_params(kernels):
     return [k for k in kernels if k["params"]]
 
 
+def kernel_switch(kernels, case, default):
+    """`switch (kernel)` lines: `case(k)` returns each kernel with
+    parameters' body, `default` the body for the others."""
+    out = ["  switch (kernel) {"]
+    for k in with_params(kernels):
+        out.append("  case Kernel::%s:\n    %s" % (k["def"], case(k)))
+    out.append("  default:\n    %s\n  }\n}\n" % default)
+    return out
+
+
 HEADER_TOP = """\
 //===- KernelContract.h - Generated from support/abi/Kernels.td -*- C++ -*-===//
 //
@@ -240,10 +250,9 @@ struct KernelDecl {
                 out.append("  f(%s, p.%s);" % (c_string(p["name"]), camel_lower(p["name"])))
             out.append("}")
     out.append("/// Kernel `kernel`'s parameter struct, every field zero.")
-    out.append("inline Params defaultParams(Kernel kernel) {\n  switch (kernel) {")
-    for k in with_params(kernels):
-        out.append("  case Kernel::%s:\n    return %s{};" % (k["def"], params_struct(k)))
-    out.append("  default:\n    return std::monostate();\n  }\n}\n")
+    out.append("inline Params defaultParams(Kernel kernel) {")
+    out += kernel_switch(kernels, lambda k: "return %s{};" % params_struct(k),
+                         "return std::monostate();")
     out.append("template <typename F> void forEachParam(const Params &p, F &&f) {")
     out.append("  std::visit([&](const auto &s) { visitFields(s, f); }, p);\n}\n")
     # Declaration tables.
@@ -367,11 +376,10 @@ def gen_fb_header(kernels):
 namespace kiln::abi {
 
 /// The union tag kernel `kernel`'s parameters are stored under.
-inline fb::KernelParams paramsTag(Kernel kernel) {
-  switch (kernel) {"""]
-    for k in with_params(kernels):
-        out.append("  case Kernel::%s:\n    return fb::KernelParams::%s;" % (k["def"], params_struct(k)))
-    out.append("  default:\n    return fb::KernelParams::NONE;\n  }\n}\n")
+inline fb::KernelParams paramsTag(Kernel kernel) {"""]
+    out += kernel_switch(
+        kernels, lambda k: "return fb::KernelParams::%s;" % params_struct(k),
+        "return fb::KernelParams::NONE;")
     out.append("/// Writes `params`; returns the union tag and the table (0 for none).")
     out.append("inline std::pair<fb::KernelParams, flatbuffers::Offset<void>>")
     out.append("writeParams(flatbuffers::FlatBufferBuilder &fbb, const Params &params) {")

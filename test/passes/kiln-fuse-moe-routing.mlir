@@ -222,3 +222,21 @@ module attributes {kiln.router = {top_k = 4 : i64}} {
 // expected-error @below {{topk_group must be in [1, n_group], found 3 of 2}}
 module attributes {kiln.router = #kiln.router<top_k = 4, n_group = 2, topk_group = 3, norm_topk_prob = true, routed_scaling_factor = 1.0 : f32>} {
 }
+
+// -----
+
+// expected-error @below {{top_k must be at least 1, found 0}}
+module attributes {kiln.router = #kiln.router<top_k = 0, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 1.0 : f32>} {
+}
+
+// -----
+
+// expected-error @below {{routed_scaling_factor must be positive and finite, found -1}}
+module attributes {kiln.router = #kiln.router<top_k = 2, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = -1.0 : f32>} {
+}
+
+// -----
+
+// expected-error @below {{routed_scaling_factor must be an f32}}
+module attributes {kiln.router = #kiln.router<top_k = 2, n_group = 1, topk_group = 1, norm_topk_prob = true, routed_scaling_factor = 1.0 : f16>} {
+}

@@ -729,3 +729,27 @@ func.func @f(%x: tensor<?x8xf32>) {
   %0 = "kiln.all_reduce"(%x) : (tensor<?x8xf32>) -> tensor<?x4xf32>
   return
 }
+
+// -----
+
+func.func @f() {
+  // expected-error @below {{'experts_from' needs an expert stack ({e} in the name), found 'l0.w'}}
+  %0 = kiln.weight "l0.w" experts_from 2 : tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @below {{attribute 'first_expert' failed to satisfy constraint}}
+  %0 = "kiln.weight"() {name = "l0.experts.{e}.w", encoding = #kiln.encoding<raw>, first_expert = -1 : i64} : () -> tensor<4x8x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>) {
+  // expected-error @below {{local experts [2, 6) must lie inside the 4 the router chooses from}}
+  %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 8 local_experts_from 2 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
+  return
+}

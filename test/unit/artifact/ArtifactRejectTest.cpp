@@ -324,6 +324,16 @@ TEST_F(ArtifactReject, GpuLaunchesAndCopiesLoad) {
   EXPECT_EQ(s.launches()->Get(0)->grid_div()->Get(1), 16);
 }
 
+TEST_F(ArtifactReject, GpuLaunchArgumentOfAnUnknownPart) {
+  SampleOptions options;
+  options.gpu = true;
+  options.launchArg = fb::GpuArg(fb::GpuArgPart(9), 0);
+  write(options);
+  expectRejected(StatusCode::InvalidArgument,
+                 {"kernels[0] 'embed' symbols[1] launches[0] args[2]: unknown "
+                  "part 9"});
+}
+
 TEST_F(ArtifactReject, GpuLaunchWithZeroDivisor) {
   SampleOptions options;
   options.gpu = true;

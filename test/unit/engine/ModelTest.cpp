@@ -309,6 +309,39 @@ TEST(PlanValidationTest, AllReduceKeepsItsRows) {
                       "expected 8 (as args[0] 'x' 'h')"});
 }
 
+TEST(PlanValidationTest, MoeStacksMustLieInsideTheRoutersExperts) {
+  // Two experts; the stacks claim to start at expert 1 (one rank's share
+  // under expert parallelism), which would run past the router's two.
+  TinyModel m = simpleModel();
+  uint32_t w = uint32_t(m.weights.size());
+  m.weights.push_back(f32Weight("router", {2, 8}, pseudoRandom(16, 5)));
+  m.weights.push_back(f32Weight("bias", {2}, pseudoRandom(2, 6)));
+  m.weights.push_back(f32Weight("gate", {2, 4, 8}, pseudoRandom(64, 7)));
+  m.weights.push_back(f32Weight("up", {2, 4, 8}, pseudoRandom(64, 8)));
+  m.weights.push_back(f32Weight("down", {2, 8, 4}, pseudoRandom(64, 9)));
+  TinyPlan &p = m.plans[0];
+  p.buffers.push_back({"moe", fb::DType::F32, fb::Rows::Tokens, {8}}); // 8
+  abi::MoeParams params;
+  params.topK = 1;
+  params.nGroup = 1;
+  params.topkGroup = 1;
+  params.blockSize = 16;
+  params.scale = 1.0f;
+  params.expertOffset = 0;
+  p.dispatches.insert(p.dispatches.begin() + 1,
+                      {"moe",
+                       {B(4), W(w), W(w + 1), W(w + 2), W(w + 3), W(w + 4),
+                        None(), None(), None(), B(8)},
+                       params,
+                       "moe"});
+  EXPECT_TRUE(loadOrDie(m)) << "offset 0 with all the experts loads";
+  params.expertOffset = 1;
+  p.dispatches[1].params = params;
+  expectLoadError(m, {"dispatches[1] moe (\"moe\")",
+                      "params.expert_offset 1: the stacks' experts [1, 3) "
+                      "must lie inside the 2 the router chooses from"});
+}
+
 TEST(PlanValidationTest, RejectsUnknownKernel) {
   TinyModel m = simpleModel();
   m.plans[0].dispatches[1].kernel = "flash_attention";

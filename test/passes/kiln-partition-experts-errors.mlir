@@ -1,0 +1,33 @@
+// The pass refuses what it cannot split, naming why.
+// RUN: kiln-opt %s -split-input-file -kiln-partition-experts="ranks=2 rank=1" -verify-diagnostics
+// RUN: not kiln-opt %s -split-input-file -kiln-partition-experts="ranks=2 rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
+// RANK: kiln-partition-experts: rank 2 of 2 ranks, expected 0 <= rank < ranks
+
+// Expert weights that are not kiln.weight stacks (function arguments).
+func.func @args(%x: tensor<?x64xf32>, %g: tensor<16x32x64xbf16>, %u: tensor<16x32x64xbf16>, %d: tensor<16x64x32xbf16>) -> tensor<?x64xf32> {
+  %r = kiln.weight "l1.router" : tensor<16x64xbf16>
+  %b = kiln.weight "l1.bias" : tensor<16xf32>
+  // expected-error @below {{an expert operand is not a whole kiln.weight expert stack}}
+  %y = kiln.moe %x router %r bias %b experts %g, %u, %d
+         top_k 4 groups 1 keep 1 scale 1.0 block_size 16
+         : (tensor<?x64xf32>, tensor<16x64xbf16>, tensor<16xf32>, tensor<16x32x64xbf16>,
+            tensor<16x32x64xbf16>, tensor<16x64x32xbf16>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A module split already.
+func.func @twice(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = kiln.weight "l1.router" : tensor<16x64xbf16>
+  %b = kiln.weight "l1.bias" : tensor<16xf32>
+  %g = kiln.weight "l1.experts.{e}.gate" experts_from 8 : tensor<8x32x64xbf16>
+  %u = kiln.weight "l1.experts.{e}.up" experts_from 8 : tensor<8x32x64xbf16>
+  %d = kiln.weight "l1.experts.{e}.down" experts_from 8 : tensor<8x64x32xbf16>
+  // expected-error @below {{kiln-partition-experts: already partitioned}}
+  %y = kiln.moe %x router %r bias %b experts %g, %u, %d
+         top_k 4 groups 1 keep 1 scale 1.0 block_size 16 local_experts_from 8
+         : (tensor<?x64xf32>, tensor<16x64xbf16>, tensor<16xf32>, tensor<8x32x64xbf16>,
+            tensor<8x32x64xbf16>, tensor<8x64x32xbf16>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

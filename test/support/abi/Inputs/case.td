@@ -1,0 +1,1 @@
+def BadCase : Kernel<"BadCase", [Buf<"x">, Out<"out">]>;

@@ -1,0 +1,3 @@
+def BadRule : Kernel<"bad_rule", [Buf<"x">, Out<"out">]> {
+  let rows = [SameRows<"x", "y">];
+}
