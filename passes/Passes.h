@@ -30,6 +30,10 @@ struct FusePipelineOptions {
 void buildFusePipeline(mlir::OpPassManager &pm,
                        const FusePipelineOptions &options);
 
+/// Fused level to plan level (kiln_plan, docs/plans.md): kiln-build-plan ->
+/// kiln-reuse-buffers -> (with `hostKernels`) kiln-select-host-kernels.
+void buildPlanPipeline(mlir::OpPassManager &pm, bool hostKernels);
+
 /// Registers every pass (generated registerKilnPasses) and the named
 /// pipelines with the global registry.
 void registerAllKilnPasses();

@@ -144,4 +144,87 @@ def KilnPartitionExpertsPass
   ];
 }
 
+def KilnBuildPlanPass : Pass<"kiln-build-plan", "mlir::ModuleOp"> {
+  let summary = "Lower the fused entry functions to kiln_plan plans";
+  let description = [{
+    Each entry function (`@prefill`, `@decode` and, when present, `@draft`)
+    becomes a `kiln_plan.plan` of kernel dispatches in program order, with
+    one `kiln_plan.buffer` per value (its inputs first; a `kiln.reshape`
+    shares its input's buffer). Each dispatch is checked against its
+    kernel's declaration (support/abi/Kernels.td) as it is made, and an op
+    that breaks it, or that no kernel lowers, is an error at that op. The
+    `kiln.weight`s the plans read become `kiln_plan.weight` ops (one per
+    distinct tensor and encoding, across plans), the caches
+    `kiln_plan.cache` ops; the entry functions and `kiln.kv_cache`
+    declarations are replaced. The module must be fused (`kiln-fuse-graph`).
+
+    Before:
+    ```mlir
+    func.func @decode(%ids: tensor<?xi32>, ...) -> (tensor<?x16xf32>, ...) {
+      %t = kiln.weight "model.embed_tokens.weight" : tensor<16x8xbf16>
+      %h = kiln.embedding %t[%ids] : ... -> tensor<?x8xf32>
+      ...
+    ```
+    After:
+    ```mlir
+    kiln_plan.weight @w0 dense "model.embed_tokens.weight" bf16 shape [16, 8]
+    kiln_plan.plan @decode {
+      %ids = kiln_plan.buffer tokens "token_ids" input row [] i32
+      ...
+      %h = kiln_plan.buffer tokens "t5" row [8] f32
+      kiln_plan.dispatch embedding(%ids, @w0, %h)
+      ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::plan::PlanDialect"];
+}
+
+def KilnReuseBuffersPass : Pass<"kiln-reuse-buffers", "mlir::ModuleOp"> {
+  let summary = "Share plan buffers between values that are not live at once";
+  let description = [{
+    A linear scan over each plan's dispatches: a buffer lives from the first
+    dispatch that names it to the last (inputs and outputs to the end). When
+    a buffer first appears it takes the most recently freed buffer of the
+    same rows, element type and row shape, else it stays its own; buffers
+    are freed after their last dispatch, so a dispatch never writes a
+    buffer that one of its inputs occupies. Buffers are renamed `t<index>`
+    afterwards (`logits` and `hidden` for the outputs).
+
+    Before:
+    ```mlir
+    %a = kiln_plan.buffer tokens "t5" row [8] f32
+    %b = kiln_plan.buffer tokens "t6" row [8] f32
+    %c = kiln_plan.buffer tokens "t7" row [8] f32
+    kiln_plan.dispatch silu(%a, %b)
+    kiln_plan.dispatch silu(%b, %c)
+    ```
+    After (`%a` is dead once the first silu has read it):
+    ```mlir
+    %a = kiln_plan.buffer tokens "t5" row [8] f32
+    %b = kiln_plan.buffer tokens "t6" row [8] f32
+    kiln_plan.dispatch silu(%a, %b)
+    kiln_plan.dispatch silu(%b, %a)
+    ```
+  }];
+}
+
+def KilnSelectHostKernelsPass
+    : Pass<"kiln-select-host-kernels", "mlir::ModuleOp"> {
+  let summary = "Choose the kernels compiled into the artifact's x86-64 code";
+  let description = [{
+    Sets the module attribute `kiln_plan.host_kernels` to the kernels (by
+    their Kernels.td names, sorted) that the plans dispatch and the x86-64
+    generator (passes/codegen/x86) implements: the artifact writer compiles
+    exactly these into the host code object, and the CPU runtime runs their
+    dispatches there. Runs after `kiln-build-plan`; kiln-compile leaves it
+    out for `--no-host-kernels` and for artifacts without the cpu target.
+
+    ```mlir
+    module attributes {kiln_plan.host_kernels = ["add", "rms_norm", "silu"]} {
+      ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::plan::PlanDialect"];
+}
+
 #endif // KILN_PASSES_TD

@@ -25,6 +25,13 @@ void kiln::buildFusePipeline(OpPassManager &pm,
   pm.addPass(createKilnCheckFusedPass());
 }
 
+void kiln::buildPlanPipeline(OpPassManager &pm, bool hostKernels) {
+  pm.addPass(createKilnBuildPlanPass());
+  pm.addPass(createKilnReuseBuffersPass());
+  if (hostKernels)
+    pm.addPass(createKilnSelectHostKernelsPass());
+}
+
 namespace {
 struct FusePipelineCLOptions
     : public PassPipelineOptions<FusePipelineCLOptions> {
@@ -57,4 +64,9 @@ void kiln::registerAllKilnPasses() {
         o.moeBlockSize = cl.blockSize;
         buildFusePipeline(pm, o);
       });
+  PassPipelineRegistration<>(
+      "kiln-build-plans",
+      "Fused level to the plan level: build plans -> reuse buffers -> "
+      "select host kernels",
+      [](OpPassManager &pm) { buildPlanPipeline(pm, /*hostKernels=*/true); });
 }

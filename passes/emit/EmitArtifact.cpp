@@ -1,8 +1,8 @@
 //===- EmitArtifact.cpp - Fused kiln IR + checkpoint to a .kiln artifact --===//
 //
-// Plans from the IR (PlanBuilder), weights streamed from the checkpoint
-// (WeightStreamer), tokenizer and config from the checkpoint folder, all
-// written through the runtime's ArtifactWriter.
+// Plans from the IR (the kiln_plan level, ProgramSpec.h), weights streamed
+// from the checkpoint (WeightStreamer), tokenizer and config from the
+// checkpoint folder, all written through the runtime's ArtifactWriter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +10,7 @@
 
 #include "passes/emit/GpuKernels.h"
 #include "passes/emit/HostKernels.h"
-#include "passes/emit/PlanBuilder.h"
+#include "passes/emit/ProgramSpec.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/ArtifactWriter.h"
 #include "runtime/artifact/KernelParamsFb.h"
@@ -192,7 +192,10 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   // The CPU kernels are always there; GPU targets add code objects.
   KILN_ASSIGN_OR_RETURN(std::vector<rocdl::Chip> chips,
                         parseGpuTargets(options.targets));
-  KILN_ASSIGN_OR_RETURN(ProgramSpec program, buildPrograms(module));
+  KILN_ASSIGN_OR_RETURN(
+      ProgramSpec program,
+      buildPrograms(module,
+                    options.hostKernels && targetsIncludeCpu(options.targets)));
 
   std::string dir = checkpointDir;
   if (dir.size() > 5 && dir.substr(dir.size() - 5) == ".json")
@@ -292,12 +295,10 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   // Compiled x86-64 host kernels (HostKernels.cpp): one more code object.
   HostKernelObject host;
   uint32_t hostCodeObject = uint32_t(codeObjects.size());
-  if (options.hostKernels && targetsIncludeCpu(options.targets)) {
-    std::set<std::string> used;
-    for (const PlanSpec &p : program.plans)
-      for (const DispatchSpec &d : p.dispatches)
-        used.insert(std::string(abi::kKernelNames[size_t(d.kernel)]));
-    KILN_ASSIGN_OR_RETURN(host, emitHostKernels(*writer, used));
+  if (!program.hostKernels.empty()) {
+    std::set<std::string> selected(program.hostKernels.begin(),
+                                   program.hostKernels.end());
+    KILN_ASSIGN_OR_RETURN(host, emitHostKernels(*writer, selected));
     if (!host.symbols.empty()) {
       auto target = fbb.CreateString(host.target);
       auto triple = fbb.CreateString(host.triple);

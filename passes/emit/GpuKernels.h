@@ -13,7 +13,7 @@
 
 #include "passes/codegen/rocdl/KernelSpec.h"
 #include "passes/emit/GpuLaunch.h"
-#include "passes/emit/PlanBuilder.h"
+#include "passes/emit/ProgramSpec.h"
 #include "passes/emit/WeightStreamer.h"
 
 #include <map>

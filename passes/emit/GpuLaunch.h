@@ -28,7 +28,7 @@
 #define KILN_PASSES_EMIT_GPULAUNCH_H
 
 #include "passes/codegen/rocdl/KernelSpec.h"
-#include "passes/emit/PlanBuilder.h"
+#include "passes/emit/ProgramSpec.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/kiln_artifact_generated.h"
 

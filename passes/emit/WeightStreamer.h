@@ -14,7 +14,7 @@
 #define KILN_PASSES_EMIT_WEIGHTSTREAMER_H
 
 #include "frontends/glm/Checkpoint.h"
-#include "passes/emit/PlanBuilder.h"
+#include "passes/emit/ProgramSpec.h"
 #include "runtime/artifact/ArtifactWriter.h"
 
 #include <cstdio>

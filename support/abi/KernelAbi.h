@@ -5,7 +5,8 @@
 // KernelContract.h from it (the Kernel enum, names, argument and parameter
 // tables, one struct per kernel's parameters); Signature.h checks a
 // dispatch against it on both sides. The compiler writes dispatches by it
-// (passes/emit/PlanBuilder.cpp); the runtime checks every dispatch once at
+// (kiln-build-plan, passes/BuildPlan.cpp, and the kiln_plan
+// dialect's verifier); the runtime checks every dispatch once at
 // load and then runs it without further checks. Header-only, no LLVM.
 //
 // This header adds what is not per kernel: the plans' input and output

@@ -86,7 +86,7 @@ class Like<string a, string b> : RowRule<"like", a, b>;
 // `op`: a kiln dialect op the plan builder lowers to this kernel by itself:
 // operands in order as the inputs, results in order as the outputs, each
 // parameter from the op's attribute of the same name. Empty when
-// passes/emit/PlanBuilder.cpp lowers the kernel by hand.
+// kiln-build-plan (passes/BuildPlan.cpp) lowers the kernel by hand.
 class Kernel<string n, list<Arg> a, list<Param> p = []> {
   string name = n;
   list<Arg> args = a;

@@ -1,11 +1,11 @@
 //===- kiln-compile.cpp - Kiln's ahead-of-time compiler driver ------------===//
 //
-//   kiln-compile <checkpoint-dir> --emit=graph|fused [--config-only]
+//   kiln-compile <checkpoint-dir> --emit=graph|fused|plan [--config-only]
 //   kiln-compile <checkpoint-dir> -o model.kiln [--target=cpu,...]
 //                [--quantize=mxfp4 --quantize-policy=experts,...]
 //
 // A thin wrapper: the work is in frontends/glm (checkpoint and graph),
-// passes/ (fusion) and passes/emit (the artifact).
+// passes/ (fusion, plans) and passes/emit (the artifact).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "passes/emit/EmitArtifact.h"
+#include "passes/emit/HostKernels.h"
 #include "runtime/artifact/ArtifactFormat.h"
 
 using namespace llvm;
@@ -40,10 +41,11 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::init("-"),
                                        cl::cat(category));
 static cl::opt<std::string>
-    emit("emit",
-         cl::desc("What to produce: graph (graph-level IR), fused (after "
-                  "the fusion passes) or artifact (the default with -o)"),
-         cl::init(""), cl::cat(category));
+    emitWhat("emit",
+             cl::desc("What to produce: graph (graph-level IR), fused (after "
+                      "the fusion passes), plan (the kiln_plan level, "
+                      "docs/plans.md) or artifact (the default with -o)"),
+             cl::init(""), cl::cat(category));
 static cl::opt<bool> configOnly(
     "config-only",
     cl::desc("Build the graph from config.json alone (no weights needed)"),
@@ -98,14 +100,16 @@ int main(int argc, char **argv) {
 
   if (quantize != "none" && quantize != "mxfp4")
     return fail("--quantize must be none or mxfp4, found '" + quantize + "'");
-  std::string mode = emit;
+  std::string mode = emitWhat;
   if (mode.empty())
     mode = outputPath == "-" ? "graph" : "artifact";
-  if (mode != "graph" && mode != "fused" && mode != "artifact")
-    return fail("--emit must be graph, fused or artifact, found '" + mode +
-                "'");
+  if (mode != "graph" && mode != "fused" && mode != "plan" &&
+      mode != "artifact")
+    return fail("--emit must be graph, fused, plan or artifact, found '" +
+                mode + "'");
   if (mode == "artifact" && configOnly)
-    return fail("--config-only builds IR only; use --emit=graph or fused");
+    return fail(
+        "--config-only builds IR only; use --emit=graph, fused or plan");
   if (expertParallel < 1 || expertParallel > 4096)
     return fail("--ep must be 1 to 4096, found " + Twine(int(expertParallel)));
   if (mode == "artifact" && outputPath == "-")
@@ -187,6 +191,13 @@ int main(int argc, char **argv) {
     KilnPartitionExpertsPassOptions split;
     split.ranks = expertParallel;
     pm.addPass(createKilnPartitionExpertsPass(split));
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+  if (mode == "plan") {
+    mlir::PassManager pm(&context);
+    buildPlanPipeline(pm, /*hostKernels=*/!noHostKernels &&
+                              kiln::emit::targetsIncludeCpu(targets));
     if (failed(pm.run(*module)))
       return 1;
   }

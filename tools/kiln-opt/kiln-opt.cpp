@@ -1,11 +1,13 @@
 //===- kiln-opt.cpp - Kiln's mlir-opt ------------------------------------===//
 //
-// Registers only the dialects Kiln's IR uses and Kiln's own passes.
+// Registers only the dialects Kiln's IR uses (kiln, kiln_plan, func) and
+// Kiln's own passes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/kiln/IR/KilnDialect.h"
 #include "dialects/kiln/IR/KilnOps.h"
+#include "dialects/plan/IR/PlanOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -18,7 +20,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();
+  registry.insert<kiln::KilnDialect, kiln::plan::PlanDialect,
+                  mlir::func::FuncDialect>();
   // Generic cleanups the pipelines use.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

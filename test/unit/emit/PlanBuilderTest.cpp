@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/emit/PlanBuilder.h"
 #include "dialects/kiln/IR/KilnOps.h"
+#include "passes/emit/ProgramSpec.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -1,22 +1,20 @@
-//===- PlanBuilder.h - Fused kiln functions to execution plans --*- C++ -*-===//
+//===- ProgramSpec.h - A module's plans, read for the artifact --*- C++ -*-===//
 //
-// Lowers each entry function of a fused module into a plan: a sequence of
-// kernel dispatches (support/abi/Kernels.td) over planned activation
-// buffers, naming weights and caches by index. Buffers are reused once their
-// value is dead (a linear scan in program order); kiln.reshape aliases its
-// input's buffer. Weights referenced by the plans are collected, deduplicated
-// across plans, into a WeightTable for the streamer.
+// What the artifact writer needs from the IR, read from the kiln_plan level
+// (dialects/plan): the weights to stream, the caches, and each plan's
+// buffers and kernel dispatches (support/abi/Kernels.td), naming weights,
+// caches and buffers by index. buildPrograms gets there from a fused module
+// by running the plan passes (passes/Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_PASSES_EMIT_PLANBUILDER_H
-#define KILN_PASSES_EMIT_PLANBUILDER_H
+#ifndef KILN_PASSES_EMIT_PROGRAMSPEC_H
+#define KILN_PASSES_EMIT_PROGRAMSPEC_H
 
 #include "support/Status.h"
 #include "support/abi/KernelAbi.h"
 #include "support/abi/Signature.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
@@ -45,7 +43,6 @@ struct WeightSpec {
   bool evenRule = true;            // Mxfp4Quant scale rule
   int64_t experts = 0;             // > 0 for `{e}` stacks
   int64_t firstExpert = 0;         // the stack holds experts from this one
-  std::string key() const;
 };
 
 struct BufferSpec {
@@ -86,11 +83,21 @@ struct ProgramSpec {
   std::vector<WeightSpec> weights;
   std::vector<CacheSpec> caches;
   std::vector<PlanSpec> plans;
+  /// Kernels compiled into the x86-64 code object (the module's
+  /// kiln_plan.host_kernels).
+  std::vector<std::string> hostKernels;
 };
 
-/// Lowers @prefill, @decode and (when present) @draft. Errors name the op.
-Result<ProgramSpec> buildPrograms(mlir::ModuleOp module);
+/// The program of a module at the kiln_plan level (the final translation's
+/// input): weights, caches and plans in the order of their ops.
+Result<ProgramSpec> readPrograms(mlir::ModuleOp module);
+
+/// Runs kiln-build-plan, kiln-reuse-buffers and, with `hostKernels`,
+/// kiln-select-host-kernels on a fused module (which they rewrite) and reads
+/// the result. Errors name the op and its location.
+Result<ProgramSpec> buildPrograms(mlir::ModuleOp module,
+                                  bool hostKernels = false);
 
 } // namespace kiln::emit
 
-#endif // KILN_PASSES_EMIT_PLANBUILDER_H
+#endif // KILN_PASSES_EMIT_PROGRAMSPEC_H

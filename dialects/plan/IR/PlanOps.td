@@ -1,0 +1,197 @@
+//===- PlanOps.td - The kiln_plan dialect -------------------*- tablegen -*-===//
+//
+// The plan level: what the fused `kiln` functions become before the artifact
+// is written. A plan is a list of kernel dispatches (support/abi/Kernels.td)
+// over activation buffers, naming the program's weights and caches by
+// symbol. `kiln-build-plan` produces it, `kiln-reuse-buffers` shares buffers
+// between values that are not live at once, and one final translation
+// (passes/emit/PlanReader.cpp) reads it into the artifact.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PLAN_OPS_TD
+#define KILN_PLAN_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def Plan_Dialect : Dialect {
+  let name = "kiln_plan";
+  let cppNamespace = "::kiln::plan";
+  let summary = "Execution plans: buffers, kernel dispatches, weights, caches";
+  let description = [{
+    The level between the fused `kiln` graph and the artifact. A module holds
+    the program's weights (`kiln_plan.weight`) and caches
+    (`kiln_plan.cache`), shared by its plans (`kiln_plan.plan @prefill`,
+    `@decode`, `@draft`). A plan's body declares its buffers
+    (`kiln_plan.buffer`: a row kind and the shape of one row; the row count
+    is a call's) and then dispatches kernels over them in order; every
+    dispatch is checked against its kernel's declaration
+    (support/abi/Kernels.td) by the verifier, with the same function the
+    runtime runs when it loads the plan.
+
+    ```mlir
+    kiln_plan.weight @w0 dense "model.embed_tokens.weight" bf16 shape [256, 64]
+    kiln_plan.plan @decode {
+      %ids = kiln_plan.buffer tokens "token_ids" input row [] i32
+      %h = kiln_plan.buffer tokens "t5" row [64] f32
+      kiln_plan.dispatch embedding(%ids, @w0, %h)
+      kiln_plan.return %h
+    }
+    ```
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The module attribute kiln-select-host-kernels sets: the kernels
+    /// compiled into the artifact's x86-64 code object.
+    static constexpr ::llvm::StringLiteral kHostKernelsAttrName =
+        "kiln_plan.host_kernels";
+  }];
+}
+
+def Plan_BufferType : TypeDef<Plan_Dialect, "Buffer"> {
+  let mnemonic = "buffer";
+  let summary = "an activation buffer; its rows and row shape are its op's";
+}
+
+class Plan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Plan_Dialect, mnemonic, traits>;
+
+def Plan_Rows : I32EnumAttr<"Rows", "how many rows a buffer has per call", [
+    I32EnumAttrCase<"tokens", 0>,
+    I32EnumAttrCase<"selected", 1>,
+    I32EnumAttrCase<"one", 2>]> {
+  let cppNamespace = "::kiln::plan";
+  let description = [{
+    `tokens`: one row per token of the call; `selected`: one per logit row the
+    caller asked for; `one`: a single row. The order of fb::Rows.
+  }];
+}
+
+def Plan_WeightKind : I32EnumAttr<"WeightKind",
+    "how an artifact weight is produced from the checkpoint", [
+    I32EnumAttrCase<"dense", 0>,
+    I32EnumAttrCase<"fp8_block", 1>,
+    I32EnumAttrCase<"mxfp4_raw", 2>,
+    I32EnumAttrCase<"mxfp4_quant", 3>]> {
+  let cppNamespace = "::kiln::plan";
+  let description = [{
+    `dense`: a float tensor copied (rank-1 ones upcast to f32);
+    `fp8_block`: F8E4M3 values with f32 128x128 block scales, copied;
+    `mxfp4_raw`: Quark MXFP4 values and E8M0 scales, copied;
+    `mxfp4_quant`: quantized to MXFP4 by Kiln from a float (or FP8) source.
+  }];
+}
+
+def Plan_WeightOp : Plan_Op<"weight", [Symbol]> {
+  let summary = "a weight of the program, streamed from the checkpoint";
+  let description = [{
+    `source` is the checkpoint tensor (`{e}` for an expert stack), `dtype`
+    the element type stored, `shape` the logical shape (`[E,] N, K`).
+    `scales` names the block scales' tensor (FP8, Quark MXFP4; for
+    `mxfp4_quant` the FP8 source's scales, if any); `experts` and
+    `experts_from` describe a stack that holds experts `experts_from` ..
+    `experts_from + experts - 1`; `floor` selects the OCP scale rule for
+    `mxfp4_quant` (else Quark's `even`).
+
+    ```mlir
+    kiln_plan.weight @w3 mxfp4_quant "model.layers.1.mlp.experts.{e}.up_proj.weight" f4E2M1FN shape [16, 128, 256] {experts = 16 : i64}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$source,
+      Plan_WeightKind:$kind, TypeAttr:$dtype, DenseI64ArrayAttr:$shape,
+      OptionalAttr<StrAttr>:$scales,
+      ConfinedAttr<DefaultValuedAttr<I64Attr, "0">, [IntNonNegative]>:$experts,
+      ConfinedAttr<DefaultValuedAttr<I64Attr, "0">, [IntNonNegative]>:
+          $experts_from,
+      UnitAttr:$floor);
+  let assemblyFormat =
+      "$sym_name $kind $source $dtype `shape` $shape attr-dict";
+  let hasVerifier = 1;
+}
+
+def Plan_CacheOp : Plan_Op<"cache", [Symbol]> {
+  let summary = "a per-sequence, per-position cache of the program";
+  let description = [{
+    `width` values of `element_type` per (sequence, position); `owner` is the
+    plan family that writes it (`main`: prefill and decode; `draft`: the MTP
+    layer).
+
+    ```mlir
+    kiln_plan.cache @layer0.latent width 80 owner "main" : bf16
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+      ConfinedAttr<I64Attr, [IntPositive]>:$width, StrAttr:$owner,
+      TypeAttrOf<AnyTypeOf<[F32, BF16]>>:$element_type);
+  let assemblyFormat =
+      "$sym_name `width` $width `owner` $owner attr-dict `:` $element_type";
+}
+
+def Plan_PlanOp : Plan_Op<"plan", [Symbol, IsolatedFromAbove, SingleBlock]> {
+  let summary = "one entry point's dispatches over its buffers";
+  let description = [{
+    The body declares the plan's buffers (its inputs first, in the order of
+    abi::PlanInput), dispatches kernels in order, and ends with
+    `kiln_plan.return` of its outputs (logits, then the hidden state).
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+}
+
+def Plan_BufferOp : Plan_Op<"buffer", [HasParent<"PlanOp">]> {
+  let summary = "an activation buffer of a plan";
+  let description = [{
+    `rows` rows per call (Plan_Rows), each of shape `row` and element type
+    f32 or i32. `input` marks the plan's inputs.
+
+    ```mlir
+    %q = kiln_plan.buffer tokens "t7" row [4, 64] f32
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, Plan_Rows:$rows, UnitAttr:$input,
+      DenseI64ArrayAttr:$row, TypeAttrOf<AnyTypeOf<[F32, I32]>>:$element_type);
+  let results = (outs Plan_BufferType:$result);
+  let assemblyFormat =
+      "$rows $name (`input` $input^)? `row` $row $element_type attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Values per row.
+    int64_t getRowElems();
+  }];
+}
+
+def Plan_DispatchOp : Plan_Op<"dispatch", [HasParent<"PlanOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "one kernel call";
+  let description = [{
+    The kernel (by its name in Kernels.td), its arguments in declared order
+    — buffers by value, weights and caches by symbol, `none` for an absent
+    optional one — and its parameters by name. The verifier checks them
+    against the declaration (abi::signatureError) and that every symbol
+    names a weight or cache.
+
+    ```mlir
+    kiln_plan.dispatch rms_norm(%h, @w1, %n) {eps = 9.99999974E-6 : f32}
+    kiln_plan.dispatch mla_attention(%qn, %qp, @w7, @layer0.latent, %seq, %pos, none, %o) {heads = 4 : i64, scale = 0.125 : f32}
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<Plan_BufferType>:$buffers,
+      ArrayAttr:$args, DictionaryAttr:$params);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def Plan_ReturnOp : Plan_Op<"return", [HasParent<"PlanOp">, Terminator]> {
+  let summary = "a plan's outputs";
+  let arguments = (ins Variadic<Plan_BufferType>:$outputs);
+  let assemblyFormat = "$outputs attr-dict";
+}
+
+#endif // KILN_PLAN_OPS_TD

@@ -1,0 +1,49 @@
+// RUN: kiln-opt %s -split-input-file -kiln-build-plan -verify-diagnostics
+// One case per error of kiln-build-plan.
+
+// expected-error @below {{the module has no @decode entry point}}
+module {
+  func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
+    return %ids : tensor<?xi32>
+  }
+}
+
+// -----
+
+func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
+  %t = kiln.weight "embed" : tensor<16x8xf32>
+  %h = kiln.embedding %t[%ids] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  // expected-error @below {{no CPU kernel lowers this op (is the module fused? run the kiln-fuse-graph pipeline first)}}
+  %s = kiln.sample %h : tensor<?x8xf32> -> tensor<?xi32>
+  return %s : tensor<?xi32>
+}
+func.func @decode(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
+  return %ids : tensor<?xi32>
+}
+
+// -----
+
+func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?x8xf32> {
+  %v = kiln.weight "embed" encoding <mxfp4_values, even> : tensor<16x8xf4E2M1FN>
+  // expected-error @below {{weight 'embed' is not a plain float tensor; quantized weights must come with their scales}}
+  %h = kiln.embedding %v[%ids] : tensor<16x8xf4E2M1FN>, tensor<?xi32> -> tensor<?x8xf32>
+  return %h : tensor<?x8xf32>
+}
+func.func @decode(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
+  return %ids : tensor<?xi32>
+}
+
+// -----
+
+func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?x256xf32> {
+  %t = kiln.weight "embed" : tensor<16x256xf32>
+  %h = kiln.embedding %t[%ids] : tensor<16x256xf32>, tensor<?xi32> -> tensor<?x256xf32>
+  %v = kiln.weight "proj" : tensor<256x256xf8E4M3FN>
+  %s = kiln.weight "proj_scale_inv" : tensor<4x4xf32>
+  // expected-error @below {{FP8 weights need 128x128 blocks}}
+  %y = kiln.mx_matmul %h, %v, %s block [64, 64] : tensor<?x256xf32>, tensor<256x256xf8E4M3FN>, tensor<4x4xf32> -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+func.func @decode(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
+  return %ids : tensor<?xi32>
+}
