@@ -133,6 +133,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   ctx.profile = &model->profile_;
   ctx.maxPositions = info.maxPositions;
   ctx.comm = options.comm;
+  model->comm_ = options.comm;
   uint32_t nPlans = meta.plans() ? meta.plans()->size() : 0;
   for (uint32_t i = 0; i < nPlans; ++i) {
     Result<std::unique_ptr<PlanRunner>> plan = PlanRunner::create(meta, i, ctx);

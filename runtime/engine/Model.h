@@ -101,6 +101,8 @@ public:
     return tokenizer_ ? &*tokenizer_ : nullptr;
   }
   int threads() const { return pool_->size(); }
+  /// The ranks this model's plans run over (LoadOptions::comm), or null.
+  comm::Communicator *comm() const { return comm_; }
   cpu::ThreadPool &pool() { return *pool_; }
   /// Time per kernel kind of the CPU plans (off until enabled).
   StepProfile &profile() { return profile_; }
@@ -174,6 +176,7 @@ private:
   std::vector<std::unique_ptr<PlanRunner>> plans_;
   std::vector<bool> sequenceUsed_;
   std::unique_ptr<PlanDevice> device_;
+  comm::Communicator *comm_ = nullptr;
 };
 
 /// One sequence of a Model for the Session's lifetime (closed, with its

@@ -1,9 +1,11 @@
 //===- Engine.cpp ---------------------------------------------------------===//
 
 #include "runtime/serve/Engine.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/engine/SpecSampling.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -235,6 +237,14 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
     budget = int64_t(double(avail) * options.kvMemoryFraction);
   }
   layout.pages = budget / layout.pageBytes;
+  if (comm::Communicator *comm = model.comm(); comm && comm->size() > 1) {
+    // Every rank's engine schedules alike (RankSync.h), so their pools are
+    // the same size: the smallest of the ranks' (available memory differs).
+    std::vector<int64_t> all(size_t(comm->size()));
+    std::array<int64_t, 1> mine = {layout.pages};
+    KILN_RETURN_IF_ERROR(comm->allGather(mine, all));
+    layout.pages = *std::min_element(all.begin(), all.end());
+  }
   if (layout.pages < 1)
     return makeError(StatusCode::InvalidArgument, "KV memory of ", budget,
                      " bytes holds no page of ", layout.pageBytes, " bytes (",

@@ -2,11 +2,13 @@
 
 #include "runtime/serve/EngineLoop.h"
 
+#include <chrono>
+
 using namespace kiln;
 using namespace kiln::serve;
 
-EngineLoop::EngineLoop(std::unique_ptr<Engine> engine)
-    : engine_(std::move(engine)), layout_(engine_->layout()),
+EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, RankSync *sync)
+    : engine_(std::move(engine)), sync_(sync), layout_(engine_->layout()),
       metrics_(engine_->metrics()) {
   engine_->setOnToken(
       [this](RequestId engineId, int32_t token, const TokenLogprob *logprob) {
@@ -70,24 +72,43 @@ void EngineLoop::stop(bool drain) {
     thread_.join();
 }
 
+void EngineLoop::publish(const StepEvents &events) {
+  if (!sync_)
+    return;
+  Status sent = sync_->publish(events);
+  if (!sent.isOk())
+    sync_->abort("kiln-serve: " + sent.message());
+}
+
 void EngineLoop::run() {
+  const auto heartbeat = std::chrono::duration<double>(kHeartbeatSeconds);
   while (true) {
     std::vector<Submitted> submitted;
     std::vector<RequestId> cancelled;
     bool flush = false, stopping = false, drain = true;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] {
+      auto ready = [&] {
         return !submitted_.empty() || !cancelled_.empty() || flush_ ||
                stopping_ || engine_->hasWork();
-      });
+      };
+      if (!sync_)
+        wake_.wait(lock, ready);
+      else if (!wake_.wait_for(lock, heartbeat, ready)) {
+        lock.unlock();
+        publish(StepEvents{}); // idle: the other ranks keep waiting
+        continue;
+      }
       submitted.swap(submitted_);
       cancelled.swap(cancelled_);
       std::swap(flush, flush_);
       stopping = stopping_;
       drain = drain_;
     }
+    StepEvents events; // what the other ranks' engines do alike
     for (Submitted &s : submitted) {
+      if (sync_)
+        events.submitted.push_back(s.params);
       Result<RequestId> engineId = engine_->submit(std::move(s.params));
       if (!engineId.isOk()) { // validated, so only if the engine changed
         RequestOutput out;
@@ -104,15 +125,26 @@ void EngineLoop::run() {
     for (RequestId id : cancelled) {
       auto it = engineIds_.find(id);
       if (it != engineIds_.end())
-        engine_->cancel(it->second);
+        events.cancelled.push_back(it->second);
     }
     if (stopping && !drain)
       for (const auto &[id, engineId] : engineIds_)
-        engine_->cancel(engineId);
+        events.cancelled.push_back(engineId);
+    for (RequestId engineId : events.cancelled)
+      engine_->cancel(engineId);
+    events.flushPrefixCache = flush;
     if (flush)
       engine_->flushPrefixCache();
-    if (engine_->hasWork())
+    events.step = engine_->hasWork();
+    publish(events);
+    if (events.step) {
       engine_->step();
+      if (sync_) {
+        Status same = sync_->agree(*engine_);
+        if (!same.isOk())
+          sync_->abort("kiln-serve: " + same.message());
+      }
+    }
     for (RequestOutput &out : engine_->takeFinished()) {
       auto it = live_.find(out.request);
       if (it == live_.end())
@@ -124,11 +156,17 @@ void EngineLoop::run() {
       if (live.onFinish)
         live.onFinish(out);
     }
+    bool done;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       metrics_ = engine_->metrics();
-      if (stopping_ && submitted_.empty() && !engine_->hasWork())
-        return;
+      done = stopping_ && submitted_.empty() && !engine_->hasWork();
+    }
+    if (done) {
+      StepEvents last;
+      last.stop = true;
+      publish(last);
+      return;
     }
   }
 }

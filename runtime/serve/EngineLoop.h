@@ -13,12 +13,17 @@
 //   loop.cancel(*id);        // e.g. the client went away
 //   loop.stop();             // drains (or cancels) and joins
 //
+// With a RankSync (serving under mpirun, RankSync.h) the loop sends the
+// other ranks, before each step, what it did to the engine, and a heartbeat
+// every kHeartbeatSeconds while idle; a failed collective ends the job.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_SERVE_ENGINELOOP_H
 #define KILN_RUNTIME_SERVE_ENGINELOOP_H
 
 #include "runtime/serve/Engine.h"
+#include "runtime/serve/RankSync.h"
 
 #include <condition_variable>
 #include <functional>
@@ -36,7 +41,8 @@ public:
   using TokenFn = std::function<void(int32_t token, const TokenLogprob *)>;
   using FinishFn = std::function<void(const RequestOutput &)>;
 
-  explicit EngineLoop(std::unique_ptr<Engine> engine);
+  /// `sync`: rank 0 of a multi-rank job (not owned; outlives the loop).
+  explicit EngineLoop(std::unique_ptr<Engine> engine, RankSync *sync = nullptr);
   /// stop(/*drain=*/false).
   ~EngineLoop();
   EngineLoop(const EngineLoop &) = delete;
@@ -61,8 +67,11 @@ public:
 
 private:
   void run();
+  /// Sends `events` to the other ranks, if any; ends the job on failure.
+  void publish(const StepEvents &events);
 
   std::unique_ptr<Engine> engine_;
+  RankSync *sync_ = nullptr;
   KvLayout layout_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -21,13 +21,15 @@ loopback only, as root where needed, with --oversubscribe.
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_util import MPIRUN, mpi_env, rank_pid  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("kiln_bin")
@@ -37,12 +39,7 @@ ap.add_argument("--ep", type=int, action="append", default=[])
 args = ap.parse_args()
 eps = args.ep or [2]
 
-MPIRUN = [shutil.which("mpirun") or "mpirun", "--oversubscribe", "--mca",
-          "btl", "self,vader", "--mca", "oob_tcp_if_include", "lo"]
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
-           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_btl_vader_single_copy_mechanism="none",
-           KILN_COMM_TIMEOUT_S="30")
+ENV = mpi_env(30)
 failures = 0
 
 
@@ -196,42 +193,6 @@ report(bench.returncode == 0 and
        f"communication rows for ranks {ranks_seen[:n]}")
 
 
-def parent_of(pid):
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except OSError:
-        return 0
-    return int(stat[stat.rindex(")") + 2:].split()[1])
-
-
-def descends_from(pid, ancestor):
-    for _ in range(64):
-        if pid == ancestor:
-            return True
-        if pid <= 1:
-            return False
-        pid = parent_of(pid)
-    return False
-
-
-def rank_pid(rank, job_pid):
-    """The kiln-run process of MPI rank `rank` under mpirun `job_pid` (Linux
-    /proc; other tests may run their own jobs at the same time)."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
-            environ = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if b"kiln-run" in cmdline and \
-                f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ and \
-                descends_from(int(pid), job_pid):
-            return int(pid)
-    return None
-
-
 # A rank that dies (SIGKILL) or hangs (SIGSTOP) mid-run: the job ends,
 # non-zero, within the collective timeout (3 s here) plus slack.
 long_batch = os.path.join(args.work, "long.jsonl")
@@ -240,7 +201,7 @@ with open(long_batch, "w") as f:
         f.write(json.dumps({"prompt": f"def f{i}(x):", "max_tokens": 1500,
                             "ignore_eos": True}) + "\n")
 for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
-    env = dict(ENV, KILN_COMM_TIMEOUT_S="3")
+    env = mpi_env(3)
     job = subprocess.Popen(MPIRUN + ["-np", "2", tool("kiln-run"),
                                      os.path.join(args.work, "ep2.kiln"),
                                      "--batch-file", long_batch, "-o",
@@ -250,7 +211,7 @@ for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
     victim = None
     for _ in range(100):
         time.sleep(0.1)
-        victim = rank_pid(1, job.pid)
+        victim = rank_pid("kiln-run", 1, job.pid)
         if victim:
             break
     time.sleep(1.5)  # mid-run

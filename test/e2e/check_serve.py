@@ -25,7 +25,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_util import Checks, metric, request, start_server  # noqa: E402
+from serve_util import (Checks, metric, read_until_closed,  # noqa: E402
+                        request, start_server)
 
 serve, kiln_run, artifact, fixture, work, node_modules = sys.argv[1:7]
 golden = os.path.join(fixture, "golden")
@@ -255,13 +256,7 @@ check("unknown route -> 404", s == 404 and "no route GET /nope" in
       e["error"]["message"], (s, e))
 raw = socket.create_connection(("127.0.0.1", port))
 raw.sendall(b"NOT HTTP AT ALL\r\n\r\n")
-answer = b""
-while True:
-    piece = raw.recv(4096)
-    if not piece:
-        break
-    answer += piece
-raw.close()
+answer = read_until_closed(raw)
 check("malformed HTTP -> 400", answer.startswith(b"HTTP/1.1 400") and
       b"malformed HTTP request" in answer, answer[:200])
 

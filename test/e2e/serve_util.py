@@ -5,6 +5,7 @@ import atexit
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -37,6 +38,30 @@ def request(port, method, path, body=None, headers=None, raw=None,
         return r.status, text
 
 
+def raw_post(port, body, close=False):
+    """Sends a POST /v1/completions of `body` on a raw socket (to read a
+    stream as it comes, or to vanish mid-request); the socket."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    data = json.dumps(body)
+    sock.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  "application/json\r\nContent-Length: %d\r\n%s\r\n%s" %
+                  (len(data), "Connection: close\r\n" if close else "",
+                   data)).encode())
+    return sock
+
+
+def read_until_closed(sock):
+    """Everything the peer sends until it closes; closes `sock`."""
+    got = b""
+    while True:
+        piece = sock.recv(65536)
+        if not piece:
+            break
+        got += piece
+    sock.close()
+    return got
+
+
 def metric(port, name, headers=None):
     """The first sample of kiln:NAME on /metrics, or None."""
     text = request(port, "GET", "/metrics", headers=headers)[1]
@@ -52,16 +77,19 @@ def _kill(p):
         p.wait()
 
 
-def start_server(serve, artifact, work, *extra, log_name="serve.log"):
-    """Starts kiln-serve on a free loopback port; (process, port) once
-    /health says 200. Exits the script if the server dies or stays unready."""
+def start_server(serve, artifact, work, *extra, log_name="serve.log",
+                 launcher=(), env=None):
+    """Starts kiln-serve (under `launcher`, e.g. an mpirun command line) on a
+    free loopback port; (process, port) once /health says 200. Exits the
+    script if the server dies or stays unready."""
     port_file = os.path.join(work, "port")
     if os.path.exists(port_file):
         os.remove(port_file)
     log = open(os.path.join(work, log_name), "a")
-    p = subprocess.Popen([serve, artifact, "--port", "0", "--port-file",
+    p = subprocess.Popen(list(launcher) +
+                         [serve, artifact, "--port", "0", "--port-file",
                           port_file, "--threads", "2"] + list(extra),
-                         stdout=log, stderr=log)
+                         stdout=log, stderr=log, env=env)
     atexit.register(_kill, p)  # also when the script dies of an exception
     for _ in range(1200):
         if os.path.exists(port_file) and open(port_file).read().strip():

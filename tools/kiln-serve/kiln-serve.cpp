@@ -16,11 +16,19 @@
 // SIGTERM/SIGINT drain: new requests get 503, running ones finish, then the
 // server exits 0.
 //
+// Under mpirun with an expert-parallel artifact (kiln-compile --ep N,
+// docs/parallel.md): rank 0 is the server above; every other rank loads its
+// share and runs an engine that follows rank 0's step by step
+// (runtime/serve/RankSync.h). SIGTERM to rank 0 drains as with one
+// process; the other ranks ignore SIGTERM and SIGINT and stop with it.
+//
 //===----------------------------------------------------------------------===//
 
+#include "runtime/comm/CommFactory.h"
 #include "runtime/engine/Model.h"
 #include "runtime/serve/EngineLoop.h"
 #include "tools/common/ArgParse.h"
+#include "tools/common/RankArtifact.h"
 #include "tools/kiln-serve/Completion.h"
 #include "tools/kiln-serve/HttpServer.h"
 #include "tools/kiln-serve/OpenAiApi.h"
@@ -256,19 +264,44 @@ struct Loaded {
   int spec = 0;
 };
 
-Result<Loaded> load(Options &o) {
-  Loaded l;
+/// This rank's model and engine (every rank makes the same calls: the
+/// engine's pool size is agreed between them).
+Result<std::unique_ptr<Engine>> loadEngine(Options &o, Loaded &l,
+                                           comm::Communicator &comm) {
+  KILN_ASSIGN_OR_RETURN(std::string path, tools::rankArtifact(o.model, comm));
   engine::LoadOptions load;
   load.threads = int(o.threads);
-  KILN_ASSIGN_OR_RETURN(l.model, engine::Model::load(o.model, load));
+  load.comm = &comm;
+  KILN_ASSIGN_OR_RETURN(l.model, engine::Model::load(path, load));
   KILN_ASSIGN_OR_RETURN(l.spec, specDrafts(*l.model, o.spec));
   o.engine.specK = l.spec;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
-                        Engine::create(*l.model, o.engine));
+  return Engine::create(*l.model, o.engine);
+}
+
+Result<Loaded> load(Options &o, comm::Communicator &comm, RankSync *sync) {
+  Loaded l;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine, loadEngine(o, l, comm));
   std::fprintf(stderr, "%s\n",
                engine->layout().describe(l.model->info().maxPositions).c_str());
-  l.loop = std::make_unique<EngineLoop>(std::move(engine));
+  l.loop = std::make_unique<EngineLoop>(std::move(engine), sync);
   return l;
+}
+
+/// A rank other than 0 of an mpirun job: no HTTP side, an engine that does
+/// what rank 0's does until rank 0 stops.
+int follow(Options &o, comm::Communicator &comm) {
+  // mpirun passes a SIGTERM or SIGINT on to every rank: rank 0 drains and
+  // tells this one when to stop.
+  std::signal(SIGTERM, SIG_IGN);
+  std::signal(SIGINT, SIG_IGN);
+  Loaded l;
+  Result<std::unique_ptr<Engine>> engine = loadEngine(o, l, comm);
+  RankSync sync(comm);
+  Status followed =
+      engine.isOk() ? followEngine(**engine, sync) : engine.status();
+  if (!followed.isOk())
+    sync.abort("kiln-serve: " + followed.message());
+  return 0;
 }
 
 } // namespace
@@ -277,6 +310,17 @@ int main(int argc, char **argv) {
   Options o =
       tools::parseOrExit("kiln-serve", [&] { return parseArgs(argc, argv); });
   std::signal(SIGPIPE, SIG_IGN);
+  Result<std::unique_ptr<comm::Communicator>> comm =
+      comm::makeCommunicator(comm::CommKind::Auto);
+  if (!comm.isOk()) {
+    std::fprintf(stderr, "kiln-serve: %s\n", comm.status().message().c_str());
+    return 1;
+  }
+  if ((*comm)->rank() != 0)
+    return follow(o, **comm);
+  std::unique_ptr<RankSync> sync;
+  if ((*comm)->size() > 1)
+    sync = std::make_unique<RankSync>(**comm);
   Server server(o);
   http::ServerOptions httpOptions;
   httpOptions.maxBody = size_t(o.maxBody);
@@ -296,8 +340,10 @@ int main(int argc, char **argv) {
     std::ofstream(o.portFile) << *port << "\n";
   // Serve while the model loads: /health says 503 until it is ready.
   http.start();
-  Result<Loaded> loaded = load(o);
+  Result<Loaded> loaded = load(o, **comm, sync.get());
   if (!loaded.isOk()) {
+    if (sync) // the other ranks wait in a collective of the load
+      sync->abort("kiln-serve: " + loaded.status().message());
     std::fprintf(stderr, "kiln-serve: %s\n", loaded.status().message().c_str());
     http.stop();
     return 1;
@@ -306,9 +352,10 @@ int main(int argc, char **argv) {
   server.ready(*loaded->model, loop);
   std::fprintf(stderr,
                "kiln-serve: serving '%s' on http://%s:%d (%d threads, spec "
-               "%d)\n",
+               "%d, %d rank%s)\n",
                o.servedName.c_str(), o.host.c_str(), *port,
-               loaded->model->threads(), loaded->spec);
+               loaded->model->threads(), loaded->spec, (*comm)->size(),
+               (*comm)->size() == 1 ? "" : "s");
 
   std::signal(SIGTERM, onSignal);
   std::signal(SIGINT, onSignal);

@@ -1,0 +1,64 @@
+//===- RankSync.cpp -------------------------------------------------------===//
+
+#include "runtime/serve/RankSync.h"
+
+#include <array>
+
+using namespace kiln;
+using namespace kiln::serve;
+
+Status RankSync::publish(const StepEvents &events) {
+  std::vector<int64_t> words = encodeStepEvents(events);
+  std::array<int64_t, 1> size = {int64_t(words.size())};
+  KILN_RETURN_IF_ERROR(comm_.broadcast(size, 0));
+  return comm_.broadcast(words, 0);
+}
+
+Result<StepEvents> RankSync::receive() {
+  std::array<int64_t, 1> size = {0};
+  KILN_RETURN_IF_ERROR(comm_.broadcast(size, 0));
+  if (size[0] < 0 || size[0] > (int64_t(1) << 32))
+    return makeError(StatusCode::DataLoss, "step events of ", size[0],
+                     " words from rank 0");
+  std::vector<int64_t> words(static_cast<size_t>(size[0]));
+  KILN_RETURN_IF_ERROR(comm_.broadcast(words, 0));
+  return decodeStepEvents(words);
+}
+
+Status RankSync::agree(const Engine &engine) {
+  const EngineMetrics &m = engine.metrics();
+  // What every rank's engine must have done alike.
+  const std::array<int64_t, 8> mine = {
+      m.steps,          m.running,          m.waiting,
+      m.pagesUsed,      m.requestsFinished, m.generatedTokens,
+      m.computedTokens, m.preemptions};
+  std::vector<int64_t> all(mine.size() * size_t(comm_.size()));
+  KILN_RETURN_IF_ERROR(comm_.allGather(mine, all));
+  for (int r = 1; r < comm_.size(); ++r)
+    if (!std::equal(mine.begin(), mine.end(), all.begin() + r * mine.size()))
+      return makeError(StatusCode::Internal, "the engine of rank ", r,
+                       " no longer schedules as rank 0's (step ", m.steps,
+                       "): the ranks ran different steps");
+  return Status::ok();
+}
+
+Status kiln::serve::followEngine(Engine &engine, RankSync &sync) {
+  while (true) {
+    KILN_ASSIGN_OR_RETURN(StepEvents events, sync.receive());
+    // What rank 0's engine took or refused, this one takes or refuses (the
+    // same checks), so the ids both hand out agree.
+    for (RequestParams &p : events.submitted)
+      (void)engine.submit(std::move(p));
+    for (RequestId id : events.cancelled)
+      engine.cancel(id);
+    if (events.flushPrefixCache)
+      engine.flushPrefixCache();
+    if (events.step) {
+      engine.step();
+      engine.takeFinished(); // rank 0 answers the clients
+      KILN_RETURN_IF_ERROR(sync.agree(engine));
+    }
+    if (events.stop)
+      return Status::ok();
+  }
+}

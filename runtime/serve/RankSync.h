@@ -1,0 +1,58 @@
+//===- RankSync.h - One engine schedule on every rank -----------*- C++ -*-===//
+//
+// Serving under mpirun (docs/parallel.md): rank 0 runs the EngineLoop and
+// the HTTP side; every other rank runs followEngine, an Engine of its own
+// driven by rank 0's StepEvents. Per loop turn rank 0 broadcasts the events
+// (a heartbeat with none when idle, so the others' wait never reaches the
+// collective timeout); after a step every rank compares a digest of its
+// engine's counters with the others', so a rank whose schedule went its own
+// way is an error naming it, not a silent wrong answer or a hang.
+//
+//   rank 0:   EngineLoop loop(std::move(engine), &sync);
+//   rank r:   followEngine(*engine, sync)   // returns when rank 0 stops
+//
+// A failed collective (a peer died or hung past the timeout) ends the whole
+// job through Communicator::abortAll with the message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_SERVE_RANKSYNC_H
+#define KILN_RUNTIME_SERVE_RANKSYNC_H
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/serve/Engine.h"
+#include "runtime/serve/StepEvents.h"
+
+namespace kiln::serve {
+
+/// How often an idle rank 0 tells the others it is still there.
+inline constexpr double kHeartbeatSeconds = 1.0;
+
+class RankSync {
+public:
+  explicit RankSync(comm::Communicator &comm) : comm_(comm) {}
+
+  comm::Communicator &comm() const { return comm_; }
+  /// Rank 0: sends `events` to every other rank.
+  Status publish(const StepEvents &events);
+  /// Ranks other than 0: the next events rank 0 publishes.
+  Result<StepEvents> receive();
+  /// Every rank, after each step: an error naming the first rank whose
+  /// engine counters differ from rank 0's.
+  Status agree(const Engine &engine);
+  /// Ends every rank of the job (Communicator::abortAll).
+  [[noreturn]] void abort(const std::string &message) {
+    comm_.abortAll(message);
+  }
+
+private:
+  comm::Communicator &comm_;
+};
+
+/// A rank other than 0: applies rank 0's events to `engine`, stepping when
+/// rank 0 steps, until rank 0 stops (ok) or a collective fails (its error).
+Status followEngine(Engine &engine, RankSync &sync);
+
+} // namespace kiln::serve
+
+#endif // KILN_RUNTIME_SERVE_RANKSYNC_H

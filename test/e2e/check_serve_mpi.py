@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""kiln-serve under `mpirun -np 2` on an expert-parallel artifact.
+
+usage: check_serve_mpi.py KILN_BIN FIXTURE_DIR WORKDIR
+
+Compiles the fixture once as one artifact and once with --ep 2, starts
+`mpirun -np 2 kiln-serve` on a free loopback port (collective timeout 3 s)
+and checks, through http.client: greedy completions of the golden prompts
+the fixture's fragility data marks safe equal single-rank kiln-run, alone
+and 16 at once; streamed equals whole; a client that vanishes mid-stream
+frees its pages on every rank (the next answers still agree); idle longer
+than the collective timeout, the job still serves (rank 0's heartbeats);
+SIGTERM to rank 0 drains and the whole job exits 0. Then a rank 1 killed or
+stopped while a request runs ends the job, non-zero, within the timeout.
+Prints one line per check; exits 1 on failure.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_util import MPIRUN, mpi_env, rank_pid  # noqa: E402
+from serve_util import (Checks, metric, raw_post,  # noqa: E402
+                        read_until_closed, request, start_server)
+
+kiln_bin, fixture, work = sys.argv[1:4]
+TIMEOUT_S = 3
+ENV = mpi_env(TIMEOUT_S)
+check = Checks()
+
+
+def tool(name):
+    return os.path.join(kiln_bin, name)
+
+
+single = os.path.join(work, "one.kiln")
+split = os.path.join(work, "ep2.kiln")
+for cmd in ([tool("kiln-compile"), fixture, "-o", single],
+            [tool("kiln-compile"), fixture, "--ep", "2", "-o", split]):
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("compile failed: " + out.stderr)
+
+golden = os.path.join(fixture, "golden")
+prompts = json.load(open(os.path.join(golden, "prompts.json")))
+fragility = json.load(open(os.path.join(golden, "fragility.json")))
+safe = [p for p in prompts
+        if fragility.get(p["name"], {}).get("greedy_min_top1_top2_gap", 0) >= 1e-3]
+greedy = {"max_tokens": 32, "temperature": 0, "ignore_eos": True}
+
+
+def kiln_run_text(ids):
+    out = subprocess.run([tool("kiln-run"), single, "--prompt-ids",
+                          ",".join(map(str, ids)), "-n", "32", "--ignore-eos",
+                          "--output-format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["text"]
+
+
+def start():
+    return start_server(tool("kiln-serve"), split, work, "--threads", "1",
+                        launcher=MPIRUN + ["-np", "2"], env=ENV,
+                        log_name="serve-mpi.log")
+
+
+def completion(port, p):
+    s, r = request(port, "POST", "/v1/completions",
+                   dict(greedy, prompt=p["token_ids"]))
+    return r["choices"][0]["text"] if s == 200 else (s, r)
+
+
+want = [kiln_run_text(p["token_ids"]) for p in safe]
+job, port = start()
+alone = [completion(port, p) for p in safe]
+check("greedy completions under mpirun -np 2 equal single-rank kiln-run "
+      "(%d safe prompts)" % len(safe), alone == want, alone)
+
+results = [None] * 16
+
+
+def worker(i):
+    results[i] = completion(port, safe[i % len(safe)])
+
+
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+check("16 concurrent completions equal single-rank kiln-run",
+      all(r == want[i % len(safe)] for i, r in enumerate(results)), results)
+
+# Streamed equals whole.
+raw = read_until_closed(raw_post(
+    port, dict(greedy, prompt=safe[0]["token_ids"], stream=True), close=True))
+text = ""
+for block in raw.decode().split("\n\n"):
+    at = block.find("data: {")
+    if at >= 0:
+        text += json.loads(block[at + 6:])["choices"][0]["text"]
+check("streamed completion equals the whole one", text == want[0], text)
+
+# A client that vanishes mid-stream: rank 0 cancels, the cancel reaches
+# rank 1, both free the pages; the ranks still agree on the next requests.
+long_request = dict(prompt=safe[0]["token_ids"], max_tokens=1500,
+                    temperature=0, ignore_eos=True, stream=True)
+
+
+def under_way(port):
+    """A streamed 1,500-token request, once 3 events have come; its socket."""
+    sock = raw_post(port, long_request)
+    got = b""
+    while got.count(b"data: ") < 3:
+        got += sock.recv(4096)
+    return sock
+
+
+under_way(port).close()
+for _ in range(400):
+    if metric(port, "num_requests_running") == 0:
+        break
+    time.sleep(0.05)
+freed = (metric(port, "num_requests_running") == 0 and
+         metric(port, "kv_cache_usage_perc") == 0)
+after = [completion(port, p) for p in safe[:2]]
+check("a vanished client frees its pages; the ranks still agree",
+      freed and after == want[:2], (freed, after))
+
+# Idle for longer than the collective timeout: rank 0's heartbeats keep
+# rank 1 waiting, not failing.
+time.sleep(2 * TIMEOUT_S + 1)
+check("idle for %d s (collective timeout %d s), then served" %
+      (2 * TIMEOUT_S + 1, TIMEOUT_S),
+      job.poll() is None and completion(port, safe[1]) == want[1])
+
+# SIGTERM to rank 0: it drains, tells rank 1, and the job exits 0.
+rank0 = rank_pid("kiln-serve", 0, job.pid)
+os.kill(rank0, signal.SIGTERM)
+try:
+    job.wait(timeout=60)
+    check("SIGTERM to rank 0 drains; the job exits %d" % job.returncode,
+          job.returncode == 0)
+except subprocess.TimeoutExpired:
+    job.kill()
+    check("SIGTERM to rank 0 drains", False, "still running after 60 s")
+
+# A rank killed or stopped while a request runs: the job ends, non-zero,
+# within the collective timeout (twice: the plan call, then the step check)
+# plus slack.
+for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
+    job, port = start()
+    victim = rank_pid("kiln-serve", 1, job.pid)
+    sock = under_way(port)
+    start_t = time.time()
+    os.kill(victim, sig)
+    try:
+        job.wait(timeout=30)
+        took = time.time() - start_t
+        check("rank 1 %s mid-request: the job exited %d after %.1f s" %
+              (name, job.returncode, took),
+              job.returncode != 0 and took < 2 * TIMEOUT_S + 10)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        check("rank 1 %s mid-request: the job exited" % name, False,
+              "still running after 30 s")
+    finally:
+        sock.close()
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except OSError:
+            pass
+
+log = open(os.path.join(work, "serve-mpi.log")).read()
+check("rank 0 names the failure",
+      "kiln: rank 0 of 2: kiln-serve: mpi " in log, log[-600:])
+sys.exit(1 if check.failures else 0)
