@@ -23,7 +23,6 @@ struct IndexShard {
 };
 
 inline const std::vector<IndexShard> &indexShards() {
-  using glm::Dtype;
   static const std::vector<IndexShard> shards = {
       {"model-00001-of-00002.safetensors",
        {{"model.embed_tokens.weight", Dtype::BF16, {4, 2}},
@@ -53,7 +52,7 @@ inline bool writeIndexShards(const std::string &dir) {
     if (!writer.isOk())
       return false;
     for (const glm::TensorDecl &t : shard.tensors) {
-      uint64_t bytes = glm::dtypeSize(t.dtype);
+      uint64_t bytes = dtypeSize(t.dtype);
       for (int64_t d : t.shape)
         bytes *= static_cast<uint64_t>(d);
       std::vector<uint8_t> zeros(bytes, 0);

@@ -121,8 +121,7 @@ void shrunkSafetensors(const std::string &relative, const std::string &name) {
     }
     glm::TensorDecl decl;
     decl.name = key;
-    Result<glm::Dtype> dtype =
-        glm::parseDtype(entry["dtype"].get<std::string>());
+    Result<Dtype> dtype = parseDtype(entry["dtype"].get<std::string>());
     if (!dtype.isOk())
       return fail(relative + ": " + dtype.status().toString());
     decl.dtype = *dtype;
@@ -136,7 +135,7 @@ void shrunkSafetensors(const std::string &relative, const std::string &name) {
     if (!writer.isOk())
       return check(writer.status(), name);
     for (const glm::TensorDecl &d : decls) {
-      uint64_t size = glm::dtypeSize(d.dtype);
+      uint64_t size = dtypeSize(d.dtype);
       for (int64_t dim : d.shape)
         size *= static_cast<uint64_t>(dim);
       std::vector<uint8_t> data(size);

@@ -7,6 +7,8 @@
   * dialects/ includes nothing from passes/, frontends/, runtime/;
   * the compiler (frontends/, passes/ and the tools that link MLIR) reaches
     runtime/ only through the artifact schema (SCHEMA below);
+  * passes/ takes from frontends/ only the model's config (FRONTEND_CONFIG):
+    weights come through support/TensorSource.h, whatever their format;
   * support/, the shared layer, includes nothing from dialects/, passes/,
     frontends/, runtime/, nor any LLVM/MLIR header. Every layer may include
     support/.
@@ -33,6 +35,9 @@ SCHEMA = {
     "runtime/artifact/KernelParamsFb.h",
     "runtime/artifact/TokenizerTable.h",
 }
+
+# What passes/ may include from frontends/.
+FRONTEND_CONFIG = {"frontends/glm/Config.h"}
 
 
 def tool_links_mlir(tool_dir):
@@ -91,6 +96,10 @@ def violation(layer, rel, target):
     elif layer == "compiler":
         if top == "runtime/" and target not in SCHEMA:
             return "the compiler reaches runtime/ only through the artifact schema"
+        if rel.startswith("passes/") and top == "frontends/" and \
+                target not in FRONTEND_CONFIG:
+            return ("passes/ reads weights through support/TensorSource.h and "
+                    "takes only the config from frontends/")
     return None
 
 

@@ -12,6 +12,9 @@
 #include <map>
 #include <set>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace kiln::glm {
 
 namespace fs = std::filesystem;
@@ -246,6 +249,15 @@ const TensorInfo *Checkpoint::find(std::string_view name) const {
   if (it == byName_.end() || (*it)->name != name)
     return nullptr;
   return *it;
+}
+
+void Checkpoint::release(const uint8_t *data, uint64_t size) const {
+  // The mappings are read-only and private: dropped pages are read from the
+  // file again if touched.
+  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
+  madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 Result<const TensorInfo *> Checkpoint::get(std::string_view name) const {

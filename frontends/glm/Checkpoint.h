@@ -44,7 +44,9 @@ struct CheckpointLimits {
   SafetensorsLimits safetensors;
 };
 
-class Checkpoint {
+/// A TensorSource (support/TensorSource.h): the compiler back end streams
+/// weights from it without knowing the format.
+class Checkpoint : public TensorSource {
 public:
   Checkpoint() = default;
   Checkpoint(Checkpoint &&) = default;
@@ -67,9 +69,14 @@ public:
   const std::vector<std::string> &names() const { return names_; }
   size_t size() const { return byName_.size(); }
   /// nullptr when absent.
-  const TensorInfo *find(std::string_view name) const;
+  const TensorInfo *find(std::string_view name) const override;
   /// A NotFound error naming the tensor and the checkpoint when absent.
   Result<const TensorInfo *> get(std::string_view name) const;
+  /// "the checkpoint PATH".
+  std::string describe() const override { return "the checkpoint " + path_; }
+  /// Drops the mapped pages of data[0, size) (they are read again from the
+  /// file if touched).
+  void release(const uint8_t *data, uint64_t size) const override;
 
 private:
   Status indexTensors();

@@ -15,26 +15,6 @@ namespace kiln::glm {
 
 using nlohmann::json;
 
-uint64_t TensorInfo::numElements() const {
-  uint64_t n = 1;
-  for (int64_t dim : shape)
-    n *= static_cast<uint64_t>(dim); // validated not to overflow at parse time
-  return n;
-}
-
-std::string shapeToString(const std::vector<int64_t> &shape) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
-}
-
-std::string TensorInfo::describe() const {
-  return std::string(dtypeName(dtype)) + shapeToString(shape);
-}
-
 namespace {
 
 // Parses the header's JSON, rejecting duplicate top-level keys (nlohmann

@@ -18,9 +18,10 @@
 #ifndef KILN_FRONTENDS_GLM_SAFETENSORS_H
 #define KILN_FRONTENDS_GLM_SAFETENSORS_H
 
-#include "frontends/glm/Dtype.h"
 #include "frontends/glm/MappedFile.h"
+#include "support/Dtype.h"
 #include "support/Status.h"
+#include "support/TensorSource.h"
 
 #include <cstdint>
 #include <map>
@@ -41,26 +42,17 @@ struct SafetensorsLimits {
   uint64_t maxTensorNameBytes = 1024;
 };
 
-struct TensorInfo {
-  std::string name;
-  Dtype dtype = Dtype::U8;
-  std::vector<int64_t> shape;
+/// A tensor of a safetensors file: the view every weight source gives
+/// (name, dtype, shape, byteSize, and data pointing into the owner's mapping
+/// or buffer, valid while it lives), and where its bytes are.
+struct TensorInfo : TensorView {
   /// The safetensors file that holds the bytes.
   std::string file;
   /// Absolute offset of the first byte within `file`.
   uint64_t fileOffset = 0;
-  uint64_t byteSize = 0;
-  /// Points into the owner's mapping (or buffer); valid while it lives.
-  const uint8_t *data = nullptr;
 
-  uint64_t numElements() const;
   ByteView bytes() const { return {data, byteSize}; }
-  /// "BF16[2048, 256]", for messages.
-  std::string describe() const;
 };
-
-/// "[2048, 256]".
-std::string shapeToString(const std::vector<int64_t> &shape);
 
 struct SafetensorsHeader {
   /// N, the JSON header's length in bytes.

@@ -11,7 +11,7 @@
 #ifndef KILN_FRONTENDS_GLM_SAFETENSORSWRITER_H
 #define KILN_FRONTENDS_GLM_SAFETENSORSWRITER_H
 
-#include "frontends/glm/Dtype.h"
+#include "support/Dtype.h"
 #include "support/Status.h"
 
 #include <cstdint>

@@ -186,7 +186,7 @@ buildGpuSymbol(flatbuffers::FlatBufferBuilder &fbb, const GpuCodeObject &object,
 
 Status kiln::compileArtifact(mlir::ModuleOp module,
                              const glm::GlmConfig &config,
-                             const glm::Checkpoint &checkpoint,
+                             const TensorSource &source,
                              const std::string &checkpointDir,
                              const CompileOptions &options) {
   // The CPU kernels are always there; GPU targets add code objects.
@@ -209,8 +209,7 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
                         artifact::ArtifactWriter::create(options.outputPath,
                                                          options.maxFileBytes));
   KILN_ASSIGN_OR_RETURN(std::vector<StreamedWeight> streamed,
-                        streamWeights(program.weights, checkpoint, *writer,
-                                      stderr,
+                        streamWeights(program.weights, source, *writer, stderr,
                                       /*gpuCopies=*/!chips.empty()));
 
   flatbuffers::FlatBufferBuilder fbb(1 << 20);

@@ -1,12 +1,11 @@
-//===- EmitArtifact.h - Fused kiln IR + checkpoint to an artifact -*- C++
-//-*-===//
+//===- EmitArtifact.h - Fused kiln IR + weights to an artifact --*- C++ -*-===//
 
 #ifndef KILN_PASSES_EMIT_EMITARTIFACT_H
 #define KILN_PASSES_EMIT_EMITARTIFACT_H
 
-#include "frontends/glm/Checkpoint.h"
 #include "frontends/glm/Config.h"
 #include "support/Status.h"
+#include "support/TensorSource.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -28,10 +27,11 @@ struct CompileOptions {
   int rank = 0;
 };
 
-/// Lowers the fused module to execution plans, streams the weights
-/// (quantizing where the IR says so) and writes the artifact.
+/// Lowers the fused module to execution plans, streams the weights from
+/// `source` (quantizing where the IR says so) and writes the artifact.
+/// `checkpointDir` holds config.json and the tokenizer files.
 Status compileArtifact(mlir::ModuleOp module, const glm::GlmConfig &config,
-                       const glm::Checkpoint &checkpoint,
+                       const TensorSource &source,
                        const std::string &checkpointDir,
                        const CompileOptions &options);
 

@@ -8,13 +8,9 @@
 
 #include <chrono>
 #include <cstring>
-#include <sys/mman.h>
-#include <unistd.h>
 
 using namespace kiln;
 using namespace kiln::emit;
-using glm::Dtype;
-using glm::TensorInfo;
 
 namespace {
 
@@ -25,18 +21,6 @@ double now() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-/// Drops the pages of a mapped byte range from this process once they are
-/// copied (the mapping is read-only and private: they are re-read from the
-/// file if touched again).
-void releasePages(const uint8_t *data, uint64_t size) {
-  static const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  uintptr_t begin = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
-  uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
-  madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
-}
-
-void releasePages(const TensorInfo &t) { releasePages(t.data, t.byteSize); }
-
 std::string expertName(const std::string &pattern, int64_t e) {
   std::string name = pattern;
   size_t at = name.find("{e}");
@@ -45,15 +29,15 @@ std::string expertName(const std::string &pattern, int64_t e) {
   return name;
 }
 
-Status expectTensor(const TensorInfo &t, std::initializer_list<Dtype> dtypes,
+Status expectTensor(const TensorView &t, std::initializer_list<Dtype> dtypes,
                     const std::vector<int64_t> &shape) {
   bool dtypeOk = false;
   for (Dtype d : dtypes)
     dtypeOk |= t.dtype == d;
   if (!dtypeOk || t.shape != shape)
     return makeError(StatusCode::InvalidArgument, "tensor '", t.name, "' is ",
-                     t.describe(), ", expected shape ",
-                     glm::shapeToString(shape), " of another dtype");
+                     t.describe(), ", expected shape ", shapeToString(shape),
+                     " of another dtype");
   return Status::ok();
 }
 
@@ -81,25 +65,25 @@ float toFloat(Dtype dtype, const uint8_t *p) {
 
 class Streamer {
 public:
-  Streamer(const glm::Checkpoint &ckpt, artifact::ArtifactWriter &writer,
+  Streamer(const TensorSource &source, artifact::ArtifactWriter &writer,
            Progress &progress)
-      : ckpt_(ckpt), writer_(writer), progress_(progress) {}
+      : source_(source), writer_(writer), progress_(progress) {}
 
   Result<StreamedWeight> stream(const WeightSpec &spec);
 
 private:
-  Result<const TensorInfo *> tensor(const std::string &name) {
-    return ckpt_.get(name);
+  Result<const TensorView *> tensor(const std::string &name) {
+    return source_.get(name);
   }
-  Status copy(const TensorInfo &t) {
+  Status copy(const TensorView &t) {
     for (uint64_t off = 0; off < t.byteSize; off += kChunk) {
       uint64_t n = std::min<uint64_t>(kChunk, t.byteSize - off);
       KILN_RETURN_IF_ERROR(writer_.append(t.data + off, n));
-      releasePages(t.data + off, n);
+      source_.release(t.data + off, n);
     }
     return Status::ok();
   }
-  Status copyAsF32(const TensorInfo &t) {
+  Status copyAsF32(const TensorView &t) {
     size_t size = dtypeSize(t.dtype);
     std::vector<float> buf;
     uint64_t count = t.numElements();
@@ -109,19 +93,19 @@ private:
       for (uint64_t j = 0; j < n; ++j)
         buf[j] = toFloat(t.dtype, t.data + (i + j) * size);
       KILN_RETURN_IF_ERROR(writer_.append(buf.data(), n * 4));
-      releasePages(t.data + i * size, n * size);
+      source_.release(t.data + i * size, n * size);
     }
     return Status::ok();
   }
-  void done(const TensorInfo &t) {
-    releasePages(t);
+  void done(const TensorView &t) {
+    source_.release(t.data, t.byteSize);
     progress_.advance(t.byteSize, 1);
   }
   Result<StreamedWeight> dense(const WeightSpec &spec);
   Result<StreamedWeight> copied(const WeightSpec &spec);
   Result<StreamedWeight> quantized(const WeightSpec &spec);
 
-  const glm::Checkpoint &ckpt_;
+  const TensorSource &source_;
   artifact::ArtifactWriter &writer_;
   Progress &progress_;
 };
@@ -143,7 +127,7 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
   int64_t count = std::max<int64_t>(spec.experts, 1);
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
+    KILN_ASSIGN_OR_RETURN(const TensorView *t,
                           tensor(expertName(spec.name, spec.firstExpert + e)));
     KILN_RETURN_IF_ERROR(
         expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
@@ -156,12 +140,12 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
       KILN_RETURN_IF_ERROR(copyAsF32(*t));
     } else {
       return makeError(StatusCode::InvalidArgument, "tensor '", t->name,
-                       "' is ", glm::dtypeName(t->dtype),
+                       "' is ", dtypeName(t->dtype),
                        " but the program reads it as ",
                        fb::EnumNameDType(out.dtype));
     }
-    out.source = std::string(glm::dtypeName(t->dtype)) + "->" +
-                 fb::EnumNameDType(out.dtype);
+    out.source =
+        std::string(dtypeName(t->dtype)) + "->" + fb::EnumNameDType(out.dtype);
     done(*t);
   }
   KILN_ASSIGN_OR_RETURN(out.data, writer_.endSegment());
@@ -187,7 +171,7 @@ Result<StreamedWeight> Streamer::copied(const WeightSpec &spec) {
     KILN_RETURN_IF_ERROR(writer_.beginSegment());
     for (int64_t e = 0; e < count; ++e) {
       const std::string &pattern = pass == 0 ? spec.name : spec.scaleName;
-      KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
+      KILN_ASSIGN_OR_RETURN(const TensorView *t,
                             tensor(expertName(pattern, spec.firstExpert + e)));
       if (pass == 0)
         KILN_RETURN_IF_ERROR(
@@ -221,9 +205,9 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
   std::vector<uint8_t> packed(size_t(k / 2));
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_ASSIGN_OR_RETURN(const TensorInfo *t,
+    KILN_ASSIGN_OR_RETURN(const TensorView *t,
                           tensor(expertName(spec.name, spec.firstExpert + e)));
-    const TensorInfo *s = nullptr;
+    const TensorView *s = nullptr;
     if (!spec.scaleName.empty()) {
       KILN_ASSIGN_OR_RETURN(
           s, tensor(expertName(spec.scaleName, spec.firstExpert + e)));
@@ -234,7 +218,7 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
       KILN_RETURN_IF_ERROR(
           expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
     }
-    out.source = std::string(glm::dtypeName(t->dtype)) + "->mxfp4(" +
+    out.source = std::string(dtypeName(t->dtype)) + "->mxfp4(" +
                  (spec.evenRule ? "even" : "floor") + ")";
     size_t size = dtypeSize(t->dtype);
     for (int64_t r = 0; r < n; ++r) {
@@ -250,7 +234,7 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
       quantizeMxfp4Row(row.data(), k, rule, packed.data(),
                        scales.data() + size_t((e * n + r) * (k / 32)));
       KILN_RETURN_IF_ERROR(writer_.append(packed.data(), packed.size()));
-      releasePages(src, uint64_t(k) * size);
+      source_.release(src, uint64_t(k) * size);
     }
     done(*t);
     if (s)
@@ -362,7 +346,7 @@ void Progress::print(bool final) {
 }
 
 Result<std::vector<StreamedWeight>> kiln::emit::streamWeights(
-    const std::vector<WeightSpec> &weights, const glm::Checkpoint &checkpoint,
+    const std::vector<WeightSpec> &weights, const TensorSource &source,
     artifact::ArtifactWriter &writer, FILE *progressOut, bool gpuCopies) {
   uint64_t totalBytes = 0;
   size_t totalTensors = 0;
@@ -372,8 +356,8 @@ Result<std::vector<StreamedWeight>> kiln::emit::streamWeights(
       for (const std::string *n : {&w.name, &w.scaleName}) {
         if (n->empty())
           continue;
-        if (const TensorInfo *t =
-                checkpoint.find(expertName(*n, w.firstExpert + e))) {
+        if (const TensorView *t =
+                source.find(expertName(*n, w.firstExpert + e))) {
           totalBytes += t->byteSize;
           ++totalTensors;
         }
@@ -381,7 +365,7 @@ Result<std::vector<StreamedWeight>> kiln::emit::streamWeights(
     }
   }
   Progress progress(totalBytes, totalTensors, progressOut);
-  Streamer streamer(checkpoint, writer, progress);
+  Streamer streamer(source, writer, progress);
   std::vector<StreamedWeight> out;
   out.reserve(weights.size());
   for (const WeightSpec &w : weights) {

@@ -1,21 +1,21 @@
-//===- WeightStreamer.h - Checkpoint tensors into artifact segments -*- C++
-//-*-//
+//===- WeightStreamer.h - Source tensors into artifact segments -*- C++ -*-===//
 //
-// Streams every weight the plans use from the checkpoint into the artifact,
-// one tensor (one expert) at a time: copies BF16/F16/F32, FP8 and Quark
-// MXFP4 bytes as they are, upcasts 1-D float tensors to F32, and quantizes
-// to MXFP4 where the IR says so. Pages of the memory-mapped checkpoint are
-// released after use, so peak memory stays O(largest tensor) whatever the
-// model size.
+// Streams every weight the plans use from a TensorSource (a checkpoint, or
+// any other source: support/TensorSource.h) into the artifact, one tensor
+// (one expert) at a time: copies BF16/F16/F32, FP8 and Quark MXFP4 bytes as
+// they are, upcasts 1-D float tensors to F32, and quantizes to MXFP4 where
+// the IR says so. Each tensor is released to its source after use (a
+// checkpoint drops its mapped pages), so peak memory stays O(largest
+// tensor) whatever the model size.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_PASSES_EMIT_WEIGHTSTREAMER_H
 #define KILN_PASSES_EMIT_WEIGHTSTREAMER_H
 
-#include "frontends/glm/Checkpoint.h"
 #include "passes/emit/ProgramSpec.h"
 #include "runtime/artifact/ArtifactWriter.h"
+#include "support/TensorSource.h"
 
 #include <cstdio>
 #include <optional>
@@ -54,9 +54,8 @@ private:
 /// GPU-layout copy, shuffled from the bytes just written.
 Result<std::vector<StreamedWeight>>
 streamWeights(const std::vector<WeightSpec> &weights,
-              const glm::Checkpoint &checkpoint,
-              artifact::ArtifactWriter &writer, FILE *progressOut,
-              bool gpuCopies = false);
+              const TensorSource &source, artifact::ArtifactWriter &writer,
+              FILE *progressOut, bool gpuCopies = false);
 
 } // namespace kiln::emit
 

@@ -1,8 +1,8 @@
 //===- DtypeGlobTest.cpp - Dtype names and fnmatch globs ------------------===//
 
-#include "frontends/glm/Dtype.h"
 #include "frontends/glm/Glob.h"
 #include "frontends/glm/QuantConfig.h"
+#include "support/Dtype.h"
 
 #include "TestUtil.h"
 

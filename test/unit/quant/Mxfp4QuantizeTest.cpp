@@ -153,7 +153,7 @@ TEST(Mxfp4, MatchesQuarkFixtureBytes) {
   int compared = 0;
   for (const std::string &name : quark->names()) {
     const glm::TensorInfo *q = quark->find(name);
-    if (q->dtype != glm::Dtype::U8 || name.size() < 7 ||
+    if (q->dtype != Dtype::U8 || name.size() < 7 ||
         name.substr(name.size() - 7) != ".weight")
       continue;
     const glm::TensorInfo *src = bf16->find(name);

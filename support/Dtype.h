@@ -1,12 +1,13 @@
 //===- Dtype.h - Safetensors element types ----------------------*- C++ -*-===//
 //
 // The element types a safetensors header may name, their spelling in the
-// header ("BF16", "F8_E4M3", ...) and their size in bytes.
+// header ("BF16", "F8_E4M3", ...) and their size in bytes. In the shared
+// layer because every weight source (support/TensorSource.h) speaks them.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_FRONTENDS_GLM_DTYPE_H
-#define KILN_FRONTENDS_GLM_DTYPE_H
+#ifndef KILN_SUPPORT_DTYPE_H
+#define KILN_SUPPORT_DTYPE_H
 
 #include "support/Status.h"
 
@@ -14,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace kiln::glm {
+namespace kiln {
 
 enum class Dtype {
   BOOL,
@@ -48,6 +49,6 @@ uint64_t dtypeSize(Dtype dtype);
 /// True for BF16, F16, F32 and F64.
 bool isFloatingPoint(Dtype dtype);
 
-} // namespace kiln::glm
+} // namespace kiln
 
-#endif // KILN_FRONTENDS_GLM_DTYPE_H
+#endif // KILN_SUPPORT_DTYPE_H

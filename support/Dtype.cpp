@@ -1,8 +1,8 @@
 //===- Dtype.cpp - Safetensors element types ------------------------------===//
 
-#include "frontends/glm/Dtype.h"
+#include "support/Dtype.h"
 
-namespace kiln::glm {
+namespace kiln {
 
 namespace {
 struct DtypeEntry {
@@ -53,4 +53,4 @@ Result<Dtype> parseDtype(std::string_view name) {
                    "' (expected one of ", known, ")");
 }
 
-} // namespace kiln::glm
+} // namespace kiln
