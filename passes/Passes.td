@@ -227,4 +227,32 @@ def KilnSelectHostKernelsPass
   let dependentDialects = ["::kiln::plan::PlanDialect"];
 }
 
+def KilnEstimateCostPass : Pass<"kiln-estimate-cost", "mlir::ModuleOp"> {
+  let summary = "Predict a plan step's time on an AMD GPU from its roofline";
+  let description = [{
+    For plan `plan` of a plan-level module (kiln-build-plan; e.g.
+    `kiln-compile --config-only --emit=plan` of a full-size config), a batch
+    of `batch` sequences each holding `context` cached positions, and chip
+    `chip` (gfx950: MI355X, gfx942: MI300X), prints every kernel's HBM bytes,
+    FLOPs and roofline time, the slowest dispatches, and the step's predicted
+    time beside its bandwidth floor (passes/CostModel.h, docs/cost-model.md).
+    A prediction from published peaks, not a measurement. The IR is left as
+    it is.
+
+    ```sh
+    kiln-opt plan.mlir -kiln-estimate-cost="chip=gfx950 batch=64 context=20000"
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"gfx950\"",
+           "gfx950 (MI355X) or gfx942 (MI300X)">,
+    Option<"plan", "plan", "std::string", "\"decode\"", "The plan to cost">,
+    Option<"batch", "batch", "int64_t", "1",
+           "Sequences per step (rows of the plan)">,
+    Option<"context", "context", "int64_t", "2048",
+           "Positions each sequence holds before the step">,
+    Option<"top", "top", "int64_t", "8", "Slowest dispatches listed">,
+  ];
+}
+
 #endif // KILN_PASSES_TD
