@@ -21,7 +21,9 @@ loopback only, as root where needed, with --oversubscribe.
 import argparse
 import json
 import os
+import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -91,6 +93,41 @@ def expert_bytes(artifact):
     return experts, rest
 
 
+def compare(single_art, split_art, n, i, p, spec, what, gold=None):
+    """Runs prompt p on the single artifact and under mpirun -np n on the
+    split one; reports logits within rel L2 1e-5, equal greedy tokens (and
+    equal to `gold` when given); returns the single run's logits."""
+    prompt_file = os.path.join(args.work, f"p{i}.txt")
+    with open(prompt_file, "w", encoding="utf-8") as f:
+        f.write(p["text"])
+    ref_logits = os.path.join(args.work, f"one{i}.npy")
+    ep_logits = os.path.join(args.work, f"ep{n}_{i}.npy")
+    ref = kiln_run([], single_art, prompt_file, ref_logits, spec)
+    got = kiln_run(MPIRUN + ["-np", str(n)], split_art, prompt_file,
+                   ep_logits, spec)
+    if ref.returncode != 0 or got.returncode != 0:
+        report(False, what + ": kiln-run failed: " +
+               (ref.stderr + got.stderr).strip()[-400:])
+        return None
+    # Rank 0 alone prints: exactly one JSON document on stdout.
+    try:
+        a, b = json.loads(ref.stdout), json.loads(got.stdout)
+    except ValueError:
+        report(False, what + ": stdout is not one JSON document "
+               "(did another rank print?)")
+        return None
+    la = np.load(ref_logits).astype(np.float64)
+    lb = np.load(ep_logits).astype(np.float64)
+    rel = float(np.linalg.norm(lb - la) / np.linalg.norm(la))
+    golden_ok = gold is None or b["ids"][:len(gold)] == gold
+    report(rel <= 1e-5 and b["ids"] == a["ids"] and golden_ok,
+           f"{what}: logits rel L2 {rel:.1e}, greedy "
+           f"{'equal' if b['ids'] == a['ids'] else 'DIFFERENT'}" +
+           ("" if gold is None else
+            f", golden {'equal' if golden_ok else 'DIFFERENT'}"))
+    return la
+
+
 one_experts, one_rest = expert_bytes(single)
 for n in eps:
     base = os.path.join(args.work, f"ep{n}.kiln")
@@ -104,36 +141,10 @@ for n in eps:
                f"ep {n} rank {r}: expert bytes {experts} = 1/{n} of "
                f"{one_experts}, replicated bytes {rest} (single: {one_rest})")
     for i, p in enumerate(safe):
-        prompt_file = os.path.join(args.work, f"p{i}.txt")
-        with open(prompt_file, "w", encoding="utf-8") as f:
-            f.write(p["text"])
         for spec in ("0", "3"):
-            ref_logits = os.path.join(args.work, f"one{i}.npy")
-            ep_logits = os.path.join(args.work, f"ep{n}_{i}.npy")
-            ref = kiln_run([], single, prompt_file, ref_logits, spec)
-            got = kiln_run(MPIRUN + ["-np", str(n)], base, prompt_file,
-                           ep_logits, spec)
-            what = f"ep {n} {p['name']} spec {spec}"
-            if ref.returncode != 0 or got.returncode != 0:
-                report(False, what + ": kiln-run failed: " +
-                       (ref.stderr + got.stderr).strip()[-400:])
-                continue
-            # Rank 0 alone prints: exactly one JSON document on stdout.
-            try:
-                a, b = json.loads(ref.stdout), json.loads(got.stdout)
-            except ValueError:
-                report(False, what + ": stdout is not one JSON document "
-                       "(did another rank print?)")
-                continue
-            la = np.load(ref_logits).astype(np.float64)
-            lb = np.load(ep_logits).astype(np.float64)
-            rel = float(np.linalg.norm(lb - la) / np.linalg.norm(la))
-            gold = greedy[p["name"]][:32]
-            report(rel <= 1e-5 and b["ids"] == a["ids"] and
-                   b["ids"][:len(gold)] == gold,
-                   f"{what}: logits rel L2 {rel:.1e}, greedy "
-                   f"{'equal' if b['ids'] == a['ids'] else 'DIFFERENT'}, "
-                   f"golden {'equal' if b['ids'][:len(gold)] == gold else 'DIFFERENT'}")
+            compare(single, base, n, i, p, spec,
+                    f"ep {n} {p['name']} spec {spec}",
+                    greedy[p["name"]][:32])
 
 # Wrong process counts are refused, naming both sides.
 base = os.path.join(args.work, f"ep{eps[0]}.kiln")
@@ -153,6 +164,47 @@ report(wrong.returncode != 0 and
        f"this run has {eps[0] * 2}" in wrong.stderr,
        f"{eps[0] * 2} processes on an --ep {eps[0]} artifact: exit "
        f"{wrong.returncode}")
+# Every token routed to rank 0's experts: the fixture with the selection bias
+# of experts E/2..E-1 at -1000 in every MoE layer (sigmoid scores are in
+# [0, 1], so those experts are never among the top k). Under --ep 2 rank 1's
+# routed experts then get no pairs at all: its share of each MoE is the
+# empty sum, and the result must still equal the single rank's.
+biased = os.path.join(args.work, "rank0-experts")
+shutil.copytree(args.fixture, biased, dirs_exist_ok=True)
+st = os.path.join(biased, "model.safetensors")
+with open(st, "r+b") as f:
+    size = struct.unpack("<Q", f.read(8))[0]
+    header = json.loads(f.read(size))
+    for name, t in header.items():
+        if name.endswith("e_score_correction_bias"):
+            begin, end = t["data_offsets"]
+            bias = np.frombuffer(open(st, "rb").read()[8 + size + begin:
+                                                      8 + size + end],
+                                 dtype="<f4").copy()
+            bias[len(bias) // 2:] = -1000.0
+            f.seek(8 + size + begin)
+            f.write(bias.tobytes())
+b_single = os.path.join(args.work, "biased.kiln")
+b_split = os.path.join(args.work, "biased-ep2.kiln")
+built = [run([tool("kiln-compile"), biased, "-o", b_single]),
+         run([tool("kiln-compile"), biased, "--ep", "2", "-o", b_split])]
+if any(b.returncode for b in built):
+    report(False, "rank-0 experts: compile: " +
+           " ".join(b.stderr for b in built)[-400:])
+else:
+    biased_logits = None
+    for spec in ("0", "3"):
+        la = compare(b_single, b_split, 2, 0, safe[0], spec,
+                     f"every token routed to rank 0's experts, spec {spec}")
+        biased_logits = la if biased_logits is None else biased_logits
+    # The bias did change the routing: not the original model's logits.
+    orig = os.path.join(args.work, "orig0.npy")
+    kiln_run([], single, os.path.join(args.work, "p0.txt"), orig, "0")
+    if biased_logits is not None and os.path.exists(orig):
+        change = float(np.abs(np.load(orig) - biased_logits).max())
+        report(change > 1e-3, "the biased fixture routes differently from "
+               f"the original (max logit change {change:.3f})")
+
 # A batch of concurrent requests: the engine's batched plans on every rank.
 n = eps[0]
 base = os.path.join(args.work, f"ep{n}.kiln")
