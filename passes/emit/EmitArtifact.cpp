@@ -53,23 +53,21 @@ std::string readChatTemplate(const std::string &path) {
 }
 
 flatbuffers::Offset<fb::ModelConfig>
-buildConfig(flatbuffers::FlatBufferBuilder &fbb, const glm::GlmConfig &config,
+buildConfig(flatbuffers::FlatBufferBuilder &fbb, const ModelFacts &model,
             const std::string &configJson, bool hasDraft,
             const CompileOptions &options) {
-  std::vector<int32_t> eos(config.eosTokenIds.begin(),
-                           config.eosTokenIds.end());
-  auto family = fbb.CreateString(glm::modelTypeName(config.modelType));
+  auto family = fbb.CreateString(model.family);
   auto json = fbb.CreateString(configJson);
-  auto eosVec = fbb.CreateVector(eos);
+  auto eosVec = fbb.CreateVector(model.eosTokenIds);
   fb::ModelConfigBuilder b(fbb);
   b.add_family(family);
   b.add_config_json(json);
-  b.add_hidden_size(config.hiddenSize);
-  b.add_vocab_size(config.vocabSize);
-  b.add_num_layers(config.numHiddenLayers);
-  b.add_max_position_embeddings(config.maxPositionEmbeddings);
+  b.add_hidden_size(model.hiddenSize);
+  b.add_vocab_size(model.vocabSize);
+  b.add_num_layers(model.numLayers);
+  b.add_max_position_embeddings(model.maxPositions);
   b.add_eos_token_ids(eosVec);
-  b.add_pad_token_id(int32_t(config.padTokenId.value_or(-1)));
+  b.add_pad_token_id(model.padTokenId);
   b.add_mtp_layers(hasDraft ? 1 : 0);
   b.add_default_spec_k(hasDraft ? options.specDefault : 0);
   b.add_ranks(options.ranks);
@@ -184,8 +182,7 @@ buildGpuSymbol(flatbuffers::FlatBufferBuilder &fbb, const GpuCodeObject &object,
 
 } // namespace
 
-Status kiln::compileArtifact(mlir::ModuleOp module,
-                             const glm::GlmConfig &config,
+Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
                              const TensorSource &source,
                              const std::string &checkpointDir,
                              const CompileOptions &options) {
@@ -359,7 +356,7 @@ Status kiln::compileArtifact(mlir::ModuleOp module,
   }
   KILN_ASSIGN_OR_RETURN(auto tokenizerTable, artifact::tokenizerToFlatbuffer(
                                                  fbb, tokenizer, chatTemplate));
-  auto configTable = buildConfig(fbb, config, configJson, hasDraft, options);
+  auto configTable = buildConfig(fbb, model, configJson, hasDraft, options);
   auto producer = fbb.CreateString("kiln-compile 0.1");
   std::vector<std::string> targetNames = {"x86_64"};
   for (rocdl::Chip chip : chips)

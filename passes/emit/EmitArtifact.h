@@ -3,15 +3,26 @@
 #ifndef KILN_PASSES_EMIT_EMITARTIFACT_H
 #define KILN_PASSES_EMIT_EMITARTIFACT_H
 
-#include "frontends/glm/Config.h"
 #include "support/Status.h"
 #include "support/TensorSource.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln {
+
+/// What the artifact's ModelConfig records about the model, as the frontend
+/// read it (kiln-compile fills it from config.json): the back end knows no
+/// checkpoint format and no frontend's config class.
+struct ModelFacts {
+  std::string family; // e.g. "glm_moe_dsa"
+  int64_t hiddenSize = 0, vocabSize = 0, numLayers = 0, maxPositions = 0;
+  std::vector<int32_t> eosTokenIds;
+  int32_t padTokenId = -1; // -1: none
+};
 
 struct CompileOptions {
   std::string outputPath;
@@ -30,7 +41,7 @@ struct CompileOptions {
 /// Lowers the fused module to execution plans, streams the weights from
 /// `source` (quantizing where the IR says so) and writes the artifact.
 /// `checkpointDir` holds config.json and the tokenizer files.
-Status compileArtifact(mlir::ModuleOp module, const glm::GlmConfig &config,
+Status compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
                        const TensorSource &source,
                        const std::string &checkpointDir,
                        const CompileOptions &options);

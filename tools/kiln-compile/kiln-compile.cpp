@@ -93,6 +93,19 @@ static int fail(const Twine &message) {
   return 1;
 }
 
+/// What the artifact records about the model, from its config.json.
+static kiln::ModelFacts modelFacts(const glm::GlmConfig &config) {
+  kiln::ModelFacts m;
+  m.family = glm::modelTypeName(config.modelType);
+  m.hiddenSize = config.hiddenSize;
+  m.vocabSize = config.vocabSize;
+  m.numLayers = config.numHiddenLayers;
+  m.maxPositions = config.maxPositionEmbeddings;
+  m.eosTokenIds.assign(config.eosTokenIds.begin(), config.eosTokenIds.end());
+  m.padTokenId = int32_t(config.padTokenId.value_or(-1));
+  return m;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -179,8 +192,8 @@ int main(int argc, char **argv) {
           expertParallel > 1
               ? artifact::rankArtifactPath(std::string(outputPath), rank)
               : std::string(outputPath);
-      Status status =
-          compileArtifact(*part, *config, *checkpoint, inputPath, options);
+      Status status = compileArtifact(*part, modelFacts(*config), *checkpoint,
+                                      inputPath, options);
       if (!status.isOk())
         return fail(status.message());
     }
