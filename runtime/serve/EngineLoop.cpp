@@ -72,12 +72,38 @@ void EngineLoop::stop(bool drain) {
     thread_.join();
 }
 
-void EngineLoop::publish(const StepEvents &events) {
-  if (!sync_)
-    return;
-  Status sent = sync_->publish(events);
-  if (!sent.isOk())
-    sync_->abort("kiln-serve: " + sent.message());
+Status EngineLoop::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+Status EngineLoop::publish(const StepEvents &events) {
+  return sync_ ? sync_->publish(events) : Status::ok();
+}
+
+void EngineLoop::fail(const Status &why) {
+  std::vector<Submitted> queued;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = why;
+    stopping_ = true;
+    queued.swap(submitted_);
+  }
+  RequestOutput out;
+  out.finish = FinishReason::Error;
+  out.error = why.message();
+  for (Submitted &s : queued)
+    if (s.onFinish) {
+      out.request = s.id;
+      s.onFinish(out);
+    }
+  for (auto &[engineId, live] : live_)
+    if (live.onFinish) {
+      out.request = live.id;
+      live.onFinish(out);
+    }
+  live_.clear();
+  engineIds_.clear();
 }
 
 void EngineLoop::run() {
@@ -96,7 +122,9 @@ void EngineLoop::run() {
         wake_.wait(lock, ready);
       else if (!wake_.wait_for(lock, heartbeat, ready)) {
         lock.unlock();
-        publish(StepEvents{}); // idle: the other ranks keep waiting
+        // Idle: the other ranks keep waiting.
+        if (Status sent = publish(StepEvents{}); !sent.isOk())
+          return fail(sent);
         continue;
       }
       submitted.swap(submitted_);
@@ -136,14 +164,13 @@ void EngineLoop::run() {
     if (flush)
       engine_->flushPrefixCache();
     events.step = engine_->hasWork();
-    publish(events);
+    if (Status sent = publish(events); !sent.isOk())
+      return fail(sent);
     if (events.step) {
       engine_->step();
-      if (sync_) {
-        Status same = sync_->agree(*engine_);
-        if (!same.isOk())
-          sync_->abort("kiln-serve: " + same.message());
-      }
+      if (sync_)
+        if (Status same = sync_->agree(engine_->metrics()); !same.isOk())
+          return fail(same);
     }
     for (RequestOutput &out : engine_->takeFinished()) {
       auto it = live_.find(out.request);
@@ -165,7 +192,8 @@ void EngineLoop::run() {
     if (done) {
       StepEvents last;
       last.stop = true;
-      publish(last);
+      if (Status sent = publish(last); !sent.isOk())
+        fail(sent);
       return;
     }
   }

@@ -15,7 +15,9 @@
 //
 // With a RankSync (serving under mpirun, RankSync.h) the loop sends the
 // other ranks, before each step, what it did to the engine, and a heartbeat
-// every kHeartbeatSeconds while idle; a failed collective ends the job.
+// every kHeartbeatSeconds while idle. A failed collective stops the loop:
+// its requests end with an error, new ones are refused, and failure() says
+// why, for the tool to end the job.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,11 +66,16 @@ public:
   /// New submissions are refused from now on; with `drain`, running and
   /// waiting requests finish first, else they are cancelled. Joins.
   void stop(bool drain);
+  /// Ok, or why the loop stopped on its own: a collective with the other
+  /// ranks failed (RankSync.h). The ranks can no longer step together.
+  Status failure() const;
 
 private:
   void run();
-  /// Sends `events` to the other ranks, if any; ends the job on failure.
-  void publish(const StepEvents &events);
+  /// Sends `events` to the other ranks, if any.
+  Status publish(const StepEvents &events);
+  /// Stops the loop for `why`: every queued and live request ends with it.
+  void fail(const Status &why);
 
   std::unique_ptr<Engine> engine_;
   RankSync *sync_ = nullptr;
@@ -87,6 +94,7 @@ private:
   std::vector<RequestId> cancelled_;
   bool flush_ = false;
   bool stopping_ = false, drain_ = true;
+  Status failure_;
   EngineMetrics metrics_;
   RequestId nextId_ = 0;
   // Engine thread only: the live requests by engine id, and engine ids by

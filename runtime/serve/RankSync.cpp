@@ -25,8 +25,7 @@ Result<StepEvents> RankSync::receive() {
   return decodeStepEvents(words);
 }
 
-Status RankSync::agree(const Engine &engine) {
-  const EngineMetrics &m = engine.metrics();
+Status RankSync::agree(const EngineMetrics &m) {
   // What every rank's engine must have done alike.
   const std::array<int64_t, 8> mine = {
       m.steps,          m.running,          m.waiting,
@@ -34,8 +33,10 @@ Status RankSync::agree(const Engine &engine) {
       m.computedTokens, m.preemptions};
   std::vector<int64_t> all(mine.size() * size_t(comm_.size()));
   KILN_RETURN_IF_ERROR(comm_.allGather(mine, all));
+  // Against rank 0's counters, so every rank names the same rank.
   for (int r = 1; r < comm_.size(); ++r)
-    if (!std::equal(mine.begin(), mine.end(), all.begin() + r * mine.size()))
+    if (!std::equal(all.begin(), all.begin() + mine.size(),
+                    all.begin() + r * mine.size()))
       return makeError(StatusCode::Internal, "the engine of rank ", r,
                        " no longer schedules as rank 0's (step ", m.steps,
                        "): the ranks ran different steps");
@@ -56,7 +57,7 @@ Status kiln::serve::followEngine(Engine &engine, RankSync &sync) {
     if (events.step) {
       engine.step();
       engine.takeFinished(); // rank 0 answers the clients
-      KILN_RETURN_IF_ERROR(sync.agree(engine));
+      KILN_RETURN_IF_ERROR(sync.agree(engine.metrics()));
     }
     if (events.stop)
       return Status::ok();

@@ -11,8 +11,9 @@
 //   rank 0:   EngineLoop loop(std::move(engine), &sync);
 //   rank r:   followEngine(*engine, sync)   // returns when rank 0 stops
 //
-// A failed collective (a peer died or hung past the timeout) ends the whole
-// job through Communicator::abortAll with the message.
+// A failed collective (a peer died or hung past the timeout) is an error
+// the caller gets back (EngineLoop::failure, followEngine's status); the
+// tool then ends the whole job (Communicator::abortAll) with the message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,7 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/serve/Engine.h"
+#include "runtime/serve/EngineMetrics.h"
 #include "runtime/serve/StepEvents.h"
 
 namespace kiln::serve {
@@ -32,18 +34,14 @@ class RankSync {
 public:
   explicit RankSync(comm::Communicator &comm) : comm_(comm) {}
 
-  comm::Communicator &comm() const { return comm_; }
   /// Rank 0: sends `events` to every other rank.
   Status publish(const StepEvents &events);
   /// Ranks other than 0: the next events rank 0 publishes.
   Result<StepEvents> receive();
-  /// Every rank, after each step: an error naming the first rank whose
-  /// engine counters differ from rank 0's.
-  Status agree(const Engine &engine);
-  /// Ends every rank of the job (Communicator::abortAll).
-  [[noreturn]] void abort(const std::string &message) {
-    comm_.abortAll(message);
-  }
+  /// Every rank, after each step, with its engine's metrics: an error
+  /// naming the first rank whose counters differ from rank 0's (every rank
+  /// gets the same answer).
+  Status agree(const EngineMetrics &metrics);
 
 private:
   comm::Communicator &comm_;

@@ -11,7 +11,9 @@ and 16 at once; streamed equals whole; a client that vanishes mid-stream
 frees its pages on every rank (the next answers still agree); idle longer
 than the collective timeout, the job still serves (rank 0's heartbeats);
 SIGTERM to rank 0 drains and the whole job exits 0. Then a rank 1 killed or
-stopped while a request runs ends the job, non-zero, within the timeout.
+stopped while a request runs ends the job, non-zero, within the timeout (the
+stopped case answering its running request with an error first), and
+a launch with the wrong process count ends at once naming both counts.
 Prints one line per check; exits 1 on failure.
 """
 import json
@@ -161,6 +163,17 @@ for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
         check("rank 1 %s mid-request: the job exited %d after %.1f s" %
               (name, job.returncode, took),
               job.returncode != 0 and took < 2 * TIMEOUT_S + 10)
+        if sig == signal.SIGSTOP:
+            # Rank 0 saw the collective fail: the client got an error
+            # event before the job ended (a killed rank 1 takes the job
+            # down through mpirun first).
+            sock.settimeout(10)
+            try:
+                answer = read_until_closed(sock)
+            except OSError:
+                answer = b""
+            check("the running request of the stopped job got an error",
+                  b"server_error" in answer, answer[-300:])
     except subprocess.TimeoutExpired:
         job.kill()
         check("rank 1 %s mid-request: the job exited" % name, False,
@@ -171,6 +184,18 @@ for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
             os.kill(victim, signal.SIGKILL)
         except OSError:
             pass
+
+# Three processes on a 2-rank artifact: the load fails on every rank and the
+# job ends at once, naming both counts, instead of leaving ranks waiting.
+start_t = time.time()
+wrong = subprocess.run(MPIRUN + ["-np", "3", tool("kiln-serve"), split,
+                                 "--port", "0", "--threads", "1"],
+                       capture_output=True, text=True, env=ENV, timeout=60)
+check("3 processes on a 2-rank artifact: exit %d after %.1f s" %
+      (wrong.returncode, time.time() - start_t),
+      wrong.returncode != 0 and
+      "compiled for 2 expert-parallel ranks" in wrong.stderr and
+      "this run has 3" in wrong.stderr, wrong.stderr[-600:])
 
 log = open(os.path.join(work, "serve-mpi.log")).read()
 check("rank 0 names the failure",

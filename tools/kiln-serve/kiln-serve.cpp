@@ -300,7 +300,7 @@ int follow(Options &o, comm::Communicator &comm) {
   Status followed =
       engine.isOk() ? followEngine(**engine, sync) : engine.status();
   if (!followed.isOk())
-    sync.abort("kiln-serve: " + followed.message());
+    comm.abortAll("kiln-serve: " + followed.message());
   return 0;
 }
 
@@ -343,7 +343,7 @@ int main(int argc, char **argv) {
   Result<Loaded> loaded = load(o, **comm, sync.get());
   if (!loaded.isOk()) {
     if (sync) // the other ranks wait in a collective of the load
-      sync->abort("kiln-serve: " + loaded.status().message());
+      (*comm)->abortAll("kiln-serve: " + loaded.status().message());
     std::fprintf(stderr, "kiln-serve: %s\n", loaded.status().message().c_str());
     http.stop();
     return 1;
@@ -359,10 +359,19 @@ int main(int argc, char **argv) {
 
   std::signal(SIGTERM, onSignal);
   std::signal(SIGINT, onSignal);
+  // The loop stops on its own only when a collective with the other ranks
+  // failed: its requests have their error answers; the job ends.
+  auto endJobIfFailed = [&] {
+    if (Status failed = loop.failure(); !failed.isOk()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      (*comm)->abortAll("kiln-serve: " + failed.message());
+    }
+  };
   double lastLog = steadySeconds();
   int64_t loggedTokens = 0;
   while (!gSignal) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    endJobIfFailed();
     const double now = steadySeconds();
     if (o.logInterval > 0 && now - lastLog >= double(o.logInterval)) {
       // Busy: requests in the engine now, or tokens since the last line.
@@ -379,6 +388,7 @@ int main(int argc, char **argv) {
   std::fprintf(stderr, "kiln-serve: signal %d: draining\n", int(gSignal));
   server.drain();
   loop.stop(/*drain=*/true); // running requests finish
+  endJobIfFailed();
   // Give the connections a moment to send their last chunks.
   while (loop.metrics().running > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
