@@ -97,7 +97,7 @@ double weightBytes(WeightOp w) {
 }
 
 struct Estimator {
-  ModuleOp module;
+  SymbolTable &symbols; // the module's weights and caches
   int64_t batch, context;
 
   /// One dispatch argument: a buffer, a weight, a cache, or none.
@@ -114,7 +114,7 @@ struct Estimator {
       if (auto index = dyn_cast<IntegerAttr>(a))
         arg.buffer = d.getBuffers()[index.getInt()].getDefiningOp<BufferOp>();
       else if (auto sym = dyn_cast<FlatSymbolRefAttr>(a)) {
-        Operation *op = SymbolTable::lookupSymbolIn(module, sym);
+        Operation *op = symbols.lookup(sym.getValue());
         arg.weight = dyn_cast_or_null<WeightOp>(op);
         arg.cache = dyn_cast_or_null<CacheOp>(op);
       }
@@ -139,7 +139,7 @@ struct Estimator {
   cost::Work work(DispatchOp d) const {
     std::vector<Arg> args = argsOf(d);
     cost::Work w;
-    double outValues = 0;
+    double outValues = 0; // of the last buffer argument: the output
     for (Arg a : args)
       if (a.buffer) {
         w.bytes += bufferBytes(a.buffer);
@@ -274,7 +274,8 @@ struct EstimateCostPass
   }
 
   void report(ModuleOp module, PlanOp planOp, const cost::Chip &c) {
-    Estimator est{module, batch, context};
+    SymbolTable symbols(module);
+    Estimator est{symbols, batch, context};
     std::map<std::string, Row> byKernel;
     struct Slow {
       double seconds;

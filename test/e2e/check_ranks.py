@@ -178,9 +178,8 @@ with open(st, "r+b") as f:
     for name, t in header.items():
         if name.endswith("e_score_correction_bias"):
             begin, end = t["data_offsets"]
-            bias = np.frombuffer(open(st, "rb").read()[8 + size + begin:
-                                                      8 + size + end],
-                                 dtype="<f4").copy()
+            f.seek(8 + size + begin)
+            bias = np.frombuffer(f.read(end - begin), dtype="<f4").copy()
             bias[len(bias) // 2:] = -1000.0
             f.seek(8 + size + begin)
             f.write(bias.tobytes())
