@@ -111,6 +111,16 @@ public:
       return user->emitError()
              << "unsupported weight encoding pair for '" << v.getName() << "'";
     }
+    // A sliced matrix's scales are the same slice, counted in blocks.
+    auto [axis, first] = v.sliceOf();
+    auto [scaleAxis, scaleFirst] = s.sliceOf();
+    int64_t blockDim = axis < 0 ? 1 : block[size_t(axis)];
+    if (axis != scaleAxis || scaleFirst * blockDim != first)
+      return user->emitError()
+             << "weight '" << v.getName()
+             << "' and its scales are not sliced alike (values slice [" << axis
+             << ", " << first << "], scales [" << scaleAxis << ", "
+             << scaleFirst << "] with blocks of " << blockDim << ")";
     return intern(std::move(decl));
   }
 
@@ -139,11 +149,14 @@ public:
         continue;
       }
       const WeightDecl &w = weights_[index];
-      plan::WeightOp::create(b, loc, w.symbol, w.source, w.kind, w.dtype,
-                             b.getDenseI64ArrayAttr(w.shape),
-                             w.scales.empty() ? StringAttr()
-                                              : b.getStringAttr(w.scales),
-                             w.experts, w.firstExpert, w.floor);
+      plan::WeightOp::create(
+          b, loc, w.symbol, w.source, w.kind, w.dtype,
+          b.getDenseI64ArrayAttr(w.shape),
+          w.scales.empty() ? StringAttr() : b.getStringAttr(w.scales),
+          w.experts, w.firstExpert, w.floor,
+          w.sliceAxis < 0
+              ? DenseI64ArrayAttr()
+              : b.getDenseI64ArrayAttr({w.sliceAxis, w.sliceFirst}));
     }
   }
 
@@ -154,6 +167,7 @@ private:
     Type dtype;
     std::vector<int64_t> shape;
     int64_t experts = 0, firstExpert = 0;
+    int64_t sliceAxis = -1, sliceFirst = 0;
     bool floor = false;
     std::string key() const {
       std::ostringstream os;
@@ -161,7 +175,8 @@ private:
       llvm::raw_string_ostream ts(type);
       dtype.print(ts);
       os << int(kind) << '|' << source << '|' << scales << '|' << type << '|'
-         << floor << '|' << firstExpert;
+         << floor << '|' << firstExpert << '|' << sliceAxis << '|'
+         << sliceFirst;
       for (int64_t d : shape)
         os << ',' << d;
       return os.str();
@@ -183,6 +198,7 @@ private:
       decl.experts = decl.shape.front();
     if (auto first = w.getFirstExpert())
       decl.firstExpert = int64_t(*first);
+    std::tie(decl.sliceAxis, decl.sliceFirst) = w.sliceOf();
     return decl;
   }
 

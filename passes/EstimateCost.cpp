@@ -58,20 +58,6 @@ int64_t product(ArrayRef<int64_t> dims) {
   return n;
 }
 
-/// Stored bytes per value of a weight.
-double bytesPerValue(WeightOp w) {
-  switch (w.getKind()) {
-  case WeightKind::fp8_block:
-    return 1.0 + 4.0 / (128 * 128);
-  case WeightKind::mxfp4_raw:
-  case WeightKind::mxfp4_quant:
-    return 0.5 + 1.0 / 32;
-  case WeightKind::dense:
-    break;
-  }
-  return w.getDtype().getIntOrFloatBitWidth() / 8.0;
-}
-
 /// The matrix units a weight's GEMM runs on.
 Unit unitOf(WeightOp w) {
   switch (w.getKind()) {
@@ -92,9 +78,7 @@ double matrixValues(WeightOp w) {
   return double(w.getExperts() > 0 ? n / w.getShape()[0] : n);
 }
 
-double weightBytes(WeightOp w) {
-  return double(product(w.getShape())) * bytesPerValue(w);
-}
+double weightBytes(WeightOp w) { return w.getStoredBytes(); }
 
 struct Estimator {
   SymbolTable &symbols; // the module's weights and caches
@@ -129,10 +113,7 @@ struct Estimator {
   double bufferBytes(BufferOp b) const {
     return rows(b) * double(b.getRowElems()) * 4;
   }
-  static double cacheRowBytes(CacheOp c) {
-    return double(c.getWidth()) *
-           (c.getElementType().getIntOrFloatBitWidth() / 8.0);
-  }
+  static double cacheRowBytes(CacheOp c) { return double(c.getRowBytes()); }
   /// Keys each sequence attends to in one decode step.
   double keys() const { return double(context + 1); }
 
@@ -159,7 +140,7 @@ struct Estimator {
       w.add(unitOf(wt), 2 * b * matrixValues(wt));
     } else if (k == "embedding") {
       WeightOp wt = args[1].weight;
-      w.bytes += b * double(wt.getShape().back()) * bytesPerValue(wt);
+      w.bytes += b * double(wt.getShape().back()) * wt.getBytesPerValue();
     } else if (k == "moe") {
       WeightOp router = args[1].weight, gate = args[3].weight;
       const double experts = double(router.getShape()[0]);
@@ -172,7 +153,7 @@ struct Estimator {
       w.add(unitOf(router), 2 * b * matrixValues(router));
       for (int i = 3; i <= 5; ++i) {
         WeightOp e = args[i].weight;
-        w.bytes += reached * matrixValues(e) * bytesPerValue(e);
+        w.bytes += reached * matrixValues(e) * e.getBytesPerValue();
         w.add(unitOf(e), 2 * b * topK * (local / experts) * matrixValues(e));
       }
       for (int i = 6; i <= 8; ++i)

@@ -39,7 +39,7 @@ FailureOr<Value> localStack(OpBuilder &b, MoeOp moe, Value v, int64_t first,
   auto local = WeightOp::create(
       b, weight.getLoc(), RankedTensorType::get(shape, type.getElementType()),
       weight.getName(), weight.getEncoding(), weight.getSourceScaleAttr(),
-      b.getI64IntegerAttr(first));
+      b.getI64IntegerAttr(first), weight.getSliceAttr());
   return local.getResult();
 }
 
@@ -66,6 +66,11 @@ struct PartitionExpertsPass
   LogicalResult partition(MoeOp moe) {
     if (moe.getExpertOffset())
       return moe.emitOpError() << "kiln-partition-experts: already partitioned";
+    if (llvm::any_of(moe->getUsers(),
+                     [](Operation *u) { return isa<AllReduceOp>(u); }))
+      return moe.emitOpError()
+             << "kiln-partition-experts: the result is already summed over "
+                "ranks; run this pass before kiln-partition-tensor";
     int64_t experts =
         cast<RankedTensorType>(moe.getRouter().getType()).getDimSize(0);
     if (experts % ranks != 0)

@@ -101,16 +101,16 @@ struct QuantizeMxfp4Pass
           RankedTensorType::get(shape, b.getType<Float4E2M1FNType>());
       auto scalesType =
           RankedTensorType::get(scaleShape, b.getType<Float8E8M0FNUType>());
-      auto vals = WeightOp::create(b, loc, valuesType, name,
-                                   EncodingAttr::get(b.getContext(),
-                                                     StorageKind::mxfp4_values,
-                                                     *scaleRule),
-                                   sourceScale, IntegerAttr());
+      auto vals = WeightOp::create(
+          b, loc, valuesType, name,
+          EncodingAttr::get(b.getContext(), StorageKind::mxfp4_values,
+                            *scaleRule),
+          sourceScale, IntegerAttr(), DenseI64ArrayAttr());
       auto scales = WeightOp::create(
           b, loc, scalesType, name,
           EncodingAttr::get(b.getContext(), StorageKind::mxfp4_scales,
                             *scaleRule),
-          sourceScale, IntegerAttr());
+          sourceScale, IntegerAttr(), DenseI64ArrayAttr());
       return DequantizeOp::create(b, loc, resultType, vals, scales,
                                   b.getDenseI64ArrayAttr({1, 32}));
     };

@@ -44,7 +44,7 @@ Value GraphEmitter::weight(StringRef name, ArrayRef<int64_t> shape, Type elem) {
   auto type = RankedTensorType::get(shape, elem);
   auto raw = EncodingAttr::get(b_.getContext(), StorageKind::raw, std::nullopt);
   return WeightOp::create(b_, loc_, type, name, raw, StringAttr(),
-                          IntegerAttr());
+                          IntegerAttr(), DenseI64ArrayAttr());
 }
 
 FailureOr<Value> GraphEmitter::plain(const std::string &name,

@@ -71,6 +71,10 @@ Result<ProgramSpec> kiln::emit::readPrograms(ModuleOp module) {
     spec.evenRule = !w.getFloor();
     spec.experts = w.getExperts();
     spec.firstExpert = w.getExpertsFrom();
+    if (auto slice = w.getSlice()) {
+      spec.sliceAxis = (*slice)[0];
+      spec.sliceFirst = (*slice)[1];
+    }
     symbols[w.getSymName()] = {ArgKind::Weight,
                                uint32_t(program.weights.size())};
     program.weights.push_back(std::move(spec));

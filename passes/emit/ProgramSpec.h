@@ -43,6 +43,8 @@ struct WeightSpec {
   bool evenRule = true;            // Mxfp4Quant scale rule
   int64_t experts = 0;             // > 0 for `{e}` stacks
   int64_t firstExpert = 0;         // the stack holds experts from this one
+  int64_t sliceAxis = -1;          // 0 rows, 1 columns of each matrix: the
+  int64_t sliceFirst = 0;          // source's [first, first + shape[axis])
 };
 
 struct BufferSpec {

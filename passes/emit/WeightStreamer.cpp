@@ -63,6 +63,61 @@ float toFloat(Dtype dtype, const uint8_t *p) {
   }
 }
 
+/// A tensor as a spec reads it: the whole checkpoint tensor, or one matrix
+/// axis's slice of it (rows: a view into the source; columns: gathered into
+/// `storage`). `source` is what gets released once written.
+struct Piece {
+  const TensorView *source = nullptr;
+  TensorView view;
+  std::vector<uint8_t> storage;
+  bool mapped() const { return storage.empty(); }
+};
+
+/// `t` cut to [first, first + count) along matrix axis `axis` (0 rows, 1
+/// columns), counted in t's own elements; axis < 0 keeps it whole.
+Result<Piece> slicePiece(const TensorView *t, int64_t axis, int64_t first,
+                         int64_t count) {
+  Piece p;
+  p.source = t;
+  p.view = *t;
+  if (axis < 0)
+    return p;
+  size_t es = dtypeSize(t->dtype);
+  if (t->shape.size() == 1 && axis == 0) { // a vector: elements
+    if (first + count > t->shape[0])
+      return makeError(StatusCode::InvalidArgument, "tensor '", t->name,
+                       "' is ", t->describe(), ": its elements [", first, ", ",
+                       first + count, ") this rank holds are past its end");
+    p.view.shape[0] = count;
+    p.view.byteSize = uint64_t(count) * es;
+    p.view.data = t->data + size_t(first) * es;
+    return p;
+  }
+  if (t->shape.size() != 2)
+    return makeError(StatusCode::InvalidArgument, "tensor '", t->name, "' is ",
+                     t->describe(),
+                     "; only matrices and vectors can be sliced");
+  int64_t rows = t->shape[0], cols = t->shape[1];
+  int64_t dim = axis == 0 ? rows : cols;
+  if (first + count > dim)
+    return makeError(StatusCode::InvalidArgument, "tensor '", t->name, "' is ",
+                     t->describe(), ": its ", axis == 0 ? "rows" : "columns",
+                     " [", first, ", ", first + count,
+                     ") this rank holds are past its end");
+  p.view.shape[size_t(axis)] = count;
+  p.view.byteSize = uint64_t(p.view.numElements()) * es;
+  if (axis == 0) {
+    p.view.data = t->data + size_t(first * cols) * es;
+    return p;
+  }
+  p.storage.resize(p.view.byteSize);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(p.storage.data() + size_t(r * count) * es,
+                t->data + size_t(r * cols + first) * es, size_t(count) * es);
+  p.view.data = p.storage.data();
+  return p;
+}
+
 class Streamer {
 public:
   Streamer(const TensorSource &source, artifact::ArtifactWriter &writer,
@@ -72,18 +127,42 @@ public:
   Result<StreamedWeight> stream(const WeightSpec &spec);
 
 private:
-  Result<const TensorView *> tensor(const std::string &name) {
-    return source_.get(name);
+  /// Expert `e` of `pattern` (or the plain tensor), cut to the spec's
+  /// slice. `unit` is how many logical elements one of this tensor's
+  /// elements spans along the sliced axis (2 for packed E2M1 columns, 32
+  /// for MXFP4 scale columns, 128 for FP8 block scales); a partial last
+  /// block is counted whole.
+  Result<Piece> piece(const WeightSpec &spec, const std::string &pattern,
+                      int64_t e, int64_t unit = 1) {
+    KILN_ASSIGN_OR_RETURN(
+        const TensorView *t,
+        source_.get(expertName(pattern, spec.firstExpert + e)));
+    int64_t axis = spec.sliceAxis, count = 0;
+    if (axis >= 0 && spec.sliceFirst % unit != 0)
+      return makeError(StatusCode::InvalidArgument, "tensor '", t->name,
+                       "': a slice from ", spec.sliceFirst,
+                       " does not start on one of its blocks of ", unit);
+    if (axis >= 0) {
+      size_t dim =
+          spec.shape.size() == 1 ? 0 : spec.shape.size() - 2 + size_t(axis);
+      count = (spec.shape[dim] + unit - 1) / unit;
+    }
+    return slicePiece(t, axis, spec.sliceFirst / unit, count);
   }
-  Status copy(const TensorView &t) {
+  /// Appends a piece's bytes; pages of the mapped source are dropped as
+  /// they are written.
+  Status copy(const Piece &p) {
+    const TensorView &t = p.view;
     for (uint64_t off = 0; off < t.byteSize; off += kChunk) {
       uint64_t n = std::min<uint64_t>(kChunk, t.byteSize - off);
       KILN_RETURN_IF_ERROR(writer_.append(t.data + off, n));
-      source_.release(t.data + off, n);
+      if (p.mapped())
+        source_.release(t.data + off, n);
     }
     return Status::ok();
   }
-  Status copyAsF32(const TensorView &t) {
+  Status copyAsF32(const Piece &p) {
+    const TensorView &t = p.view;
     size_t size = dtypeSize(t.dtype);
     std::vector<float> buf;
     uint64_t count = t.numElements();
@@ -93,13 +172,14 @@ private:
       for (uint64_t j = 0; j < n; ++j)
         buf[j] = toFloat(t.dtype, t.data + (i + j) * size);
       KILN_RETURN_IF_ERROR(writer_.append(buf.data(), n * 4));
-      source_.release(t.data + i * size, n * size);
+      if (p.mapped())
+        source_.release(t.data + i * size, n * size);
     }
     return Status::ok();
   }
-  void done(const TensorView &t) {
-    source_.release(t.data, t.byteSize);
-    progress_.advance(t.byteSize, 1);
+  void done(const Piece &p) {
+    source_.release(p.source->data, p.source->byteSize);
+    progress_.advance(p.source->byteSize, 1);
   }
   Result<StreamedWeight> dense(const WeightSpec &spec);
   Result<StreamedWeight> copied(const WeightSpec &spec);
@@ -127,17 +207,17 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
   int64_t count = std::max<int64_t>(spec.experts, 1);
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_ASSIGN_OR_RETURN(const TensorView *t,
-                          tensor(expertName(spec.name, spec.firstExpert + e)));
+    KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
+    const TensorView *t = &p.view;
     KILN_RETURN_IF_ERROR(
         expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
     bool same = (t->dtype == Dtype::BF16 && out.dtype == fb::DType::BF16) ||
                 (t->dtype == Dtype::F16 && out.dtype == fb::DType::F16) ||
                 (t->dtype == Dtype::F32 && out.dtype == fb::DType::F32);
     if (same) {
-      KILN_RETURN_IF_ERROR(copy(*t));
+      KILN_RETURN_IF_ERROR(copy(p));
     } else if (out.dtype == fb::DType::F32) {
-      KILN_RETURN_IF_ERROR(copyAsF32(*t));
+      KILN_RETURN_IF_ERROR(copyAsF32(p));
     } else {
       return makeError(StatusCode::InvalidArgument, "tensor '", t->name,
                        "' is ", dtypeName(t->dtype),
@@ -146,7 +226,7 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
     }
     out.source =
         std::string(dtypeName(t->dtype)) + "->" + fb::EnumNameDType(out.dtype);
-    done(*t);
+    done(p);
   }
   KILN_ASSIGN_OR_RETURN(out.data, writer_.endSegment());
   return out;
@@ -171,16 +251,20 @@ Result<StreamedWeight> Streamer::copied(const WeightSpec &spec) {
     KILN_RETURN_IF_ERROR(writer_.beginSegment());
     for (int64_t e = 0; e < count; ++e) {
       const std::string &pattern = pass == 0 ? spec.name : spec.scaleName;
-      KILN_ASSIGN_OR_RETURN(const TensorView *t,
-                            tensor(expertName(pattern, spec.firstExpert + e)));
+      // Units of the sliced axis per stored element: packed E2M1 columns
+      // hold two values, MXFP4 scales cover 32 columns, FP8 scales 128x128.
+      int64_t unit = fp8 ? (pass == 0 ? 1 : 128)
+                         : (spec.sliceAxis == 1 ? (pass == 0 ? 2 : 32) : 1);
+      KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, pattern, e, unit));
+      const TensorView *t = &p.view;
       if (pass == 0)
         KILN_RETURN_IF_ERROR(
             expectTensor(*t, {fp8 ? Dtype::F8_E4M3 : Dtype::U8}, valueShape));
       else
         KILN_RETURN_IF_ERROR(
             expectTensor(*t, {fp8 ? Dtype::F32 : Dtype::U8}, scaleShape));
-      KILN_RETURN_IF_ERROR(copy(*t));
-      done(*t);
+      KILN_RETURN_IF_ERROR(copy(p));
+      done(p);
     }
     KILN_ASSIGN_OR_RETURN(fb::Extent extent, writer_.endSegment());
     if (pass == 0)
@@ -205,12 +289,13 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
   std::vector<uint8_t> packed(size_t(k / 2));
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_ASSIGN_OR_RETURN(const TensorView *t,
-                          tensor(expertName(spec.name, spec.firstExpert + e)));
+    KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
+    const TensorView *t = &p.view;
     const TensorView *s = nullptr;
+    Piece ps;
     if (!spec.scaleName.empty()) {
-      KILN_ASSIGN_OR_RETURN(
-          s, tensor(expertName(spec.scaleName, spec.firstExpert + e)));
+      KILN_ASSIGN_OR_RETURN(ps, piece(spec, spec.scaleName, e, 128));
+      s = &ps.view;
       KILN_RETURN_IF_ERROR(expectTensor(*t, {Dtype::F8_E4M3}, shape));
       KILN_RETURN_IF_ERROR(
           expectTensor(*s, {Dtype::F32}, {(n + 127) / 128, (k + 127) / 128}));
@@ -234,11 +319,12 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
       quantizeMxfp4Row(row.data(), k, rule, packed.data(),
                        scales.data() + size_t((e * n + r) * (k / 32)));
       KILN_RETURN_IF_ERROR(writer_.append(packed.data(), packed.size()));
-      source_.release(src, uint64_t(k) * size);
+      if (p.mapped())
+        source_.release(src, uint64_t(k) * size);
     }
-    done(*t);
+    done(p);
     if (s)
-      done(*s);
+      done(ps);
   }
   KILN_ASSIGN_OR_RETURN(out.data, writer_.endSegment());
   KILN_ASSIGN_OR_RETURN(fb::Extent se,

@@ -108,15 +108,17 @@ std::string Communicator::where(const char *collective) const {
 }
 
 Status Communicator::doAllReduceSum(const void *send, void *recv, size_t count,
-                                    DataType type) {
-  // Every rank receives all contributions and adds them in rank order: the
-  // same additions in the same order on every rank, whatever the timing.
+                                    DataType type, int group) {
+  // Every rank receives all contributions and adds its group's in rank
+  // order: the same additions in the same order on every rank of a group,
+  // whatever the timing.
   size_t bytes = count * dataTypeSize(type);
   scratch_.resize(bytes * size_t(size_));
   KILN_RETURN_IF_ERROR(
       doAllGather(send, scratch_.data(), count, type)
           .withContext(where("allReduceSum") + "gathering the contributions"));
-  sumInRankOrder(scratch_.data(), recv, count, size_, type);
+  size_t first = size_t(rank_ / group * group);
+  sumInRankOrder(scratch_.data() + first * bytes, recv, count, group, type);
   return Status::ok();
 }
 
@@ -134,6 +136,14 @@ Status Communicator::checkRoot(const char *collective, int root) const {
   if (root < 0 || root >= size_)
     return makeError(StatusCode::InvalidArgument, where(collective), "root ",
                      root, " is not a rank, expected 0 to ", size_ - 1);
+  return Status::ok();
+}
+
+Status Communicator::checkGroup(const char *collective, int group) const {
+  if (group < 0 || group > size_ || (group > 0 && size_ % group != 0))
+    return makeError(StatusCode::InvalidArgument, where(collective),
+                     "a group of ", group, " ranks does not divide the ", size_,
+                     " ranks evenly");
   return Status::ok();
 }
 

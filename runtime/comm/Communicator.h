@@ -122,13 +122,18 @@ public:
 
   /// recv[i] = send_0[i] + send_1[i] + ... in rank order, on every rank, for
   /// every i < send.size(). `send` and `recv` have equal sizes and may be the
-  /// same buffer. Integers wrap on overflow.
-  template <typename S, typename R> Status allReduceSum(S &&send, R &&recv) {
+  /// same buffer. Integers wrap on overflow. With `group` G (a divisor of
+  /// size()), the ranks form groups of G consecutive ranks and each sums
+  /// over its own group only; 0 (or size()) is every rank.
+  template <typename S, typename R>
+  Status allReduceSum(S &&send, R &&recv, int group = 0) {
     constexpr DataType type = pairType<S, R>();
     auto s = spanOf(send);
     auto r = spanOf(recv);
     KILN_RETURN_IF_ERROR(checkSameSize("allReduceSum", s.size(), r.size()));
-    return doAllReduceSum(s.data(), r.data(), s.size(), type);
+    KILN_RETURN_IF_ERROR(checkGroup("allReduceSum", group));
+    return doAllReduceSum(s.data(), r.data(), s.size(), type,
+                          group == 0 ? size() : group);
   }
 
   /// recv = send_0 ++ send_1 ++ ...: every rank sends the same count and
@@ -192,10 +197,11 @@ public:
 protected:
   Communicator(int rank, int size) : rank_(rank), size_(size) {}
 
-  /// The fixed-order sum. The default (host backends): allGather into a
-  /// scratch buffer of size() * count elements, then sumInRankOrder.
+  /// The fixed-order sum over this rank's group of `group` ranks (size()
+  /// for all). The default (host backends): allGather into a scratch buffer
+  /// of size() * count elements, then sumInRankOrder over the group's part.
   virtual Status doAllReduceSum(const void *send, void *recv, size_t count,
-                                DataType type);
+                                DataType type, int group);
   virtual Status doAllGather(const void *send, void *recv, size_t count,
                              DataType type) = 0;
   virtual Status doAllGatherV(Bytes send, void *recv, const Counts &recvCounts,
@@ -216,6 +222,7 @@ private:
   }
   Status checkSameSize(const char *collective, size_t send, size_t recv) const;
   Status checkRoot(const char *collective, int root) const;
+  Status checkGroup(const char *collective, int group) const;
   Status checkDisjoint(const char *collective, Bytes send, Bytes recv,
                        DataType type) const;
   Status checkAllGather(Bytes send, Bytes recv, DataType type) const;

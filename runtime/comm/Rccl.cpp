@@ -128,8 +128,14 @@ public:
 
 protected:
   Status doAllReduceSum(const void *send, void *recv, size_t count,
-                        DataType type) override {
+                        DataType type, int group) override {
     KILN_RETURN_IF_ERROR(pending("allReduceSum"));
+    if (type != DataType::F32 && group != size())
+      return makeError(StatusCode::FailedPrecondition, where("allReduceSum"),
+                       "an integer sum over groups of ", group,
+                       " ranks needs a communicator per group, which the "
+                       "RCCL backend does not make (float sums gather "
+                       "every rank's part and add the group's)");
     if (type != DataType::F32) // exact: integer sums do not depend on order
       return check("allReduceSum", "ncclAllReduce",
                    symbols_->ncclAllReduce(send, recv, count, ncclType(type),
@@ -143,7 +149,12 @@ protected:
         void *gathered,
         rankOrderSum_.scratch(count * dataTypeSize(type) * size_t(size())));
     KILN_RETURN_IF_ERROR(doAllGather(send, gathered, count, type));
-    return rankOrderSum_.sum(gathered, recv, count, size(), stream_)
+    // This rank's group is ranks [first, first + group): their parts are
+    // consecutive in the gathered buffer.
+    size_t first = size_t(rank() / group * group);
+    void *part =
+        static_cast<char *>(gathered) + first * count * dataTypeSize(type);
+    return rankOrderSum_.sum(part, recv, count, group, stream_)
         .withContext(where("allReduceSum") + "the device sum");
   }
 

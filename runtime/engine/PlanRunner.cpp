@@ -460,7 +460,8 @@ Status PlanRunner::execute(const Step &s) {
       return Status::ok();
     }
     Status sum = ctx_.comm->allReduceSum(
-        comm::Span<const float>(f32(buf(0)), n), comm::Span<float>(out, n));
+        comm::Span<const float>(f32(buf(0)), n), comm::Span<float>(out, n),
+        int(s.get<abi::AllReduceParams>().group));
     if (!sum.isOk())
       return fail(StatusCode::Unavailable, sum.message());
     return Status::ok();

@@ -219,9 +219,11 @@ def Moe : Kernel<"moe",
   let summary = "routed experts (support/abi/MoeRules.h) plus the optional "
                 "shared expert";
 }
-def AllReduce : Kernel<"all_reduce", [Buf<"x">, Out<"out">]> {
+def AllReduce : Kernel<"all_reduce", [Buf<"x">, Out<"out">],
+    [I64<"group", "sum over groups of this many consecutive ranks (0: all "
+                  "ranks)">]> {
   let rows = [Like<"x", "out">];
   let op = "kiln.all_reduce";
-  let summary = "out = the sum of x over every rank, added in rank order "
-                "(runtime/comm); a copy on one rank";
+  let summary = "out = the sum of x over the rank's group, added in rank "
+                "order (runtime/comm); a copy on one rank";
 }

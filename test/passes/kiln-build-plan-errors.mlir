@@ -47,3 +47,19 @@ func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>
 func.func @decode(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
   return %ids : tensor<?xi32>
 }
+
+// -----
+
+func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?x256xf32> {
+  %t = kiln.weight "embed" : tensor<16x256xf32>
+  %h = kiln.embedding %t[%ids] : tensor<16x256xf32>, tensor<?xi32> -> tensor<?x256xf32>
+  %v = kiln.weight "proj" slice [1, 128] : tensor<256x128xf4E2M1FN>
+  %s = kiln.weight "proj_scale" slice [1, 2] : tensor<256x4xf8E8M0FNU>
+  %hh:2 = kiln.split %h axis 1 : tensor<?x256xf32> -> tensor<?x128xf32>, tensor<?x128xf32>
+  // expected-error @below {{weight 'proj' and its scales are not sliced alike (values slice [1, 128], scales [1, 2] with blocks of 32)}}
+  %y = kiln.mx_matmul %hh#1, %v, %s block [1, 32] : tensor<?x128xf32>, tensor<256x128xf4E2M1FN>, tensor<256x4xf8E8M0FNU> -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+func.func @decode(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
+  return %ids : tensor<?xi32>
+}

@@ -17,6 +17,25 @@ func.func @args(%x: tensor<?x64xf32>, %g: tensor<16x32x64xbf16>, %u: tensor<16x3
 
 // -----
 
+// A MoE whose result is summed over ranks already (kiln-partition-tensor ran
+// first).
+func.func @after_tensor(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = kiln.weight "l1.router" : tensor<16x64xbf16>
+  %b = kiln.weight "l1.bias" : tensor<16xf32>
+  %g = kiln.weight "l1.experts.{e}.gate" slice [0, 0] : tensor<16x16x64xbf16>
+  %u = kiln.weight "l1.experts.{e}.up" slice [0, 0] : tensor<16x16x64xbf16>
+  %d = kiln.weight "l1.experts.{e}.down" slice [1, 0] : tensor<16x64x16xbf16>
+  // expected-error @below {{the result is already summed over ranks; run this pass before kiln-partition-tensor}}
+  %y = kiln.moe %x router %r bias %b experts %g, %u, %d
+         top_k 4 groups 1 keep 1 scale 1.0 block_size 16
+         : (tensor<?x64xf32>, tensor<16x64xbf16>, tensor<16xf32>, tensor<16x16x64xbf16>,
+            tensor<16x16x64xbf16>, tensor<16x64x16xbf16>) -> tensor<?x64xf32>
+  %s = kiln.all_reduce %y group 2 : tensor<?x64xf32>
+  return %s : tensor<?x64xf32>
+}
+
+// -----
+
 // A module split already.
 func.func @twice(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %r = kiln.weight "l1.router" : tensor<16x64xbf16>

@@ -50,7 +50,12 @@ def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
     quantized by Kiln from the named float tensor. `source_scale` names the
     block-scale tensor of an FP8 source being re-quantized. An expert stack
     with `experts_from F` holds experts F, F+1, ... (one rank's share under
-    expert parallelism); without it, experts 0, 1, ...
+    expert parallelism); without it, experts 0, 1, ... With `slice [A, F]`
+    the tensor holds rows (A = 0) or columns (A = 1) F, F+1, ... of each
+    checkpoint matrix (elements F, F+1, ... of a vector, A = 0), in the
+    result's own coordinates (a scale tensor's slice counts scale blocks),
+    as many as the result type says: one rank's share under tensor
+    parallelism.
 
     ```mlir
     %w = kiln.weight "model.embed_tokens.weight" : tensor<2048x256xbf16>
@@ -60,16 +65,25 @@ def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
   }];
   let arguments = (ins StrAttr:$name, Kiln_EncodingAttr:$encoding,
                        OptionalAttr<StrAttr>:$source_scale,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$first_expert);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$first_expert,
+                       OptionalAttr<DenseI64ArrayAttr>:$slice);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
     $name custom<DefaultEncoding>($encoding) (`source_scale` $source_scale^)?
-    (`experts_from` $first_expert^)? attr-dict `:` type($result)
+    (`experts_from` $first_expert^)? (`slice` $slice^)? attr-dict `:`
+    type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// True when the name stands for per-expert tensors stacked on dim 0.
     bool isExpertStack() { return getName().contains("{e}"); }
+    /// The sliced matrix axis (0 rows, 1 columns) and the first index, or
+    /// {-1, 0} for the whole tensor.
+    std::pair<int64_t, int64_t> sliceOf() {
+      if (auto s = getSlice())
+        return {(*s)[0], (*s)[1]};
+      return {-1, 0};
+    }
   }];
 }
 
@@ -743,18 +757,24 @@ def Kiln_AllReduceOp : Kiln_Op<"all_reduce", [SameOperandsAndResultType]> {
   let summary = "sum over every rank of a tensor-parallel group";
   let description = [{
     Each rank holds a partial `input` (e.g. the output of its share of a
-    row-split projection); every rank gets the sum over all ranks, added in
-    rank order 0, 1, 2, ... so the result does not depend on timing. On one
-    rank it is the identity. Not `Pure`: every rank must run it, in the same
+    row-split projection); every rank gets the sum over its group, added in
+    rank order so the result does not depend on timing. `group G` splits
+    the ranks into groups of G consecutive ranks (ranks 0..G-1, G..2G-1,
+    ...: the tensor-parallel groups when expert parallelism runs beside
+    tensor parallelism); `group 0`, the default, is every rank. On one rank
+    it is the identity. Not `Pure`: every rank must run it, in the same
     order, so it is never removed or reordered.
 
     ```mlir
     %y = kiln.all_reduce %x : tensor<?x256xf32>
+    %z = kiln.all_reduce %x group 2 : tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let arguments = (ins RankedTensorOf<[F32]>:$input,
+      DefaultValuedAttr<ConfinedAttr<I64Attr, [IntNonNegative]>, "0">:$group);
   let results = (outs RankedTensorOf<[F32]>:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat =
+      "$input (`group` $group^)? attr-dict `:` type($result)";
 }
 
 #endif // KILN_OPS_TD

@@ -181,6 +181,16 @@ LogicalResult WeightOp::verify() {
     return emitOpError() << "'experts_from' needs an expert stack ({e} in "
                             "the name), found '"
                          << getName() << "'";
+  if (auto slice = getSlice()) {
+    if (slice->size() != 2 || ((*slice)[0] != 0 && (*slice)[0] != 1) ||
+        (*slice)[1] < 0)
+      return emitOpError() << "'slice' must be [axis, first] with axis 0 "
+                              "(rows) or 1 (columns) and first >= 0";
+    if (type.getRank() < 1 || (type.getRank() == 1 && (*slice)[0] != 0))
+      return emitOpError() << "'slice' needs a matrix (or a stack of them) "
+                              "or a vector (axis 0), found rank "
+                           << type.getRank() << " with axis " << (*slice)[0];
+  }
   Type e = type.getElementType();
   switch (getEncoding().getKind()) {
   case StorageKind::raw:

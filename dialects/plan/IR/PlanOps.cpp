@@ -71,7 +71,47 @@ LogicalResult WeightOp::verify() {
                          << " weight names its scales' tensor";
   if (getKind() == WeightKind::dense && getScales())
     return emitOpError() << "a dense weight has no scales";
+  if (auto slice = getSlice()) {
+    if (slice->size() != 2 || ((*slice)[0] != 0 && (*slice)[0] != 1) ||
+        (*slice)[1] < 0)
+      return emitOpError() << "slice must be [axis, first] with axis 0 "
+                              "(rows) or 1 (columns) and first >= 0";
+    if (getShape().size() < 1 || (getShape().size() == 1 && (*slice)[0] != 0))
+      return emitOpError()
+             << "slice needs a matrix (or a stack of them) or a vector "
+                "(axis 0)";
+    // Block-scaled kinds slice whole scale blocks.
+    int64_t block = 1;
+    if (getKind() == WeightKind::fp8_block)
+      block = 128;
+    else if ((*slice)[0] == 1 && getKind() != WeightKind::dense)
+      block = 32;
+    if ((*slice)[1] % block != 0)
+      return emitOpError() << "a " << stringifyWeightKind(getKind())
+                           << " weight's slice must start on a multiple of "
+                           << block << ", found " << (*slice)[1];
+  }
   return success();
+}
+
+double WeightOp::getBytesPerValue() {
+  switch (getKind()) {
+  case WeightKind::fp8_block:
+    return 1.0 + 4.0 / (128 * 128);
+  case WeightKind::mxfp4_raw:
+  case WeightKind::mxfp4_quant:
+    return 0.5 + 1.0 / 32;
+  case WeightKind::dense:
+    break;
+  }
+  return getDtype().getIntOrFloatBitWidth() / 8.0;
+}
+
+double WeightOp::getStoredBytes() {
+  double values = 1;
+  for (int64_t d : getShape())
+    values *= double(d);
+  return values * getBytesPerValue();
 }
 
 LogicalResult BufferOp::verify() {

@@ -96,7 +96,10 @@ def Plan_WeightOp : Plan_Op<"weight", [Symbol]> {
     `mxfp4_quant` the FP8 source's scales, if any); `experts` and
     `experts_from` describe a stack that holds experts `experts_from` ..
     `experts_from + experts - 1`; `floor` selects the OCP scale rule for
-    `mxfp4_quant` (else Quark's `even`).
+    `mxfp4_quant` (else Quark's `even`). `slice = [A, F]` takes rows
+    (A = 0) or columns (A = 1) F .. F + shape[A] - 1 of each source matrix
+    (and the matching scale blocks): one rank's share under tensor
+    parallelism.
 
     ```mlir
     kiln_plan.weight @w3 mxfp4_quant "model.layers.1.mlp.experts.{e}.up_proj.weight" f4E2M1FN shape [16, 128, 256] {experts = 16 : i64}
@@ -108,10 +111,17 @@ def Plan_WeightOp : Plan_Op<"weight", [Symbol]> {
       ConfinedAttr<DefaultValuedAttr<I64Attr, "0">, [IntNonNegative]>:$experts,
       ConfinedAttr<DefaultValuedAttr<I64Attr, "0">, [IntNonNegative]>:
           $experts_from,
-      UnitAttr:$floor);
+      UnitAttr:$floor, OptionalAttr<DenseI64ArrayAttr>:$slice);
   let assemblyFormat =
       "$sym_name $kind $source $dtype `shape` $shape attr-dict";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Stored bytes per value: the values and their share of the block
+    /// scales, as the artifact holds them for the CPU.
+    double getBytesPerValue();
+    /// getBytesPerValue() times the values of the whole shape.
+    double getStoredBytes();
+  }];
 }
 
 def Plan_CacheOp : Plan_Op<"cache", [Symbol]> {
@@ -130,6 +140,13 @@ def Plan_CacheOp : Plan_Op<"cache", [Symbol]> {
       TypeAttrOf<AnyTypeOf<[F32, BF16]>>:$element_type);
   let assemblyFormat =
       "$sym_name `width` $width `owner` $owner attr-dict `:` $element_type";
+  let extraClassDeclaration = [{
+    /// Bytes of one (sequence, position) row.
+    int64_t getRowBytes() {
+      return int64_t(getWidth()) *
+             int64_t(getElementType().getIntOrFloatBitWidth() / 8);
+    }
+  }];
 }
 
 def Plan_PlanOp : Plan_Op<"plan", [Symbol, IsolatedFromAbove, SingleBlock]> {

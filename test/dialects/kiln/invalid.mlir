@@ -753,3 +753,26 @@ func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g:
   %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 8 local_experts_from 2 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+// expected-error @below {{'slice' must be [axis, first] with axis 0 (rows) or 1 (columns) and first >= 0}}
+%0 = kiln.weight "w" slice [2, 0] : tensor<4x8xbf16>
+
+// -----
+
+// expected-error @below {{'slice' must be [axis, first] with axis 0 (rows) or 1 (columns) and first >= 0}}
+%0 = kiln.weight "w" slice [0, -4] : tensor<4x8xbf16>
+
+// -----
+
+// expected-error @below {{'slice' needs a matrix (or a stack of them) or a vector (axis 0), found rank 1 with axis 1}}
+%0 = kiln.weight "w" slice [1, 4] : tensor<4xbf16>
+
+// -----
+
+func.func @negative_group(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @below {{attribute 'group' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %0 = kiln.all_reduce %x group -1 : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}

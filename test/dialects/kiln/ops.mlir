@@ -157,5 +157,16 @@ func.func @moe_doc_example(%x: tensor<?x256xf32>, %rw: tensor<16x256xbf16>, %rb:
 func.func @all_reduce(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   // CHECK: kiln.all_reduce %{{.*}} : tensor<?x256xf32>
   %y = kiln.all_reduce %x : tensor<?x256xf32>
-  return %y : tensor<?x256xf32>
+  // CHECK: kiln.all_reduce %{{.*}} group 2 : tensor<?x256xf32>
+  %z = kiln.all_reduce %y group 2 : tensor<?x256xf32>
+  return %z : tensor<?x256xf32>
+}
+
+// CHECK-LABEL: func.func @sliced_weights
+func.func @sliced_weights() -> (tensor<4x8x32xbf16>, tensor<64x1xf8E8M0FNU>) {
+  // CHECK: kiln.weight "l1.experts.{e}.down" experts_from 4 slice [1, 32] : tensor<4x8x32xbf16>
+  %a = kiln.weight "l1.experts.{e}.down" experts_from 4 slice [1, 32] : tensor<4x8x32xbf16>
+  // CHECK: kiln.weight "o_scale" slice [1, 1] : tensor<64x1xf8E8M0FNU>
+  %b = kiln.weight "o_scale" slice [1, 1] : tensor<64x1xf8E8M0FNU>
+  return %a, %b : tensor<4x8x32xbf16>, tensor<64x1xf8E8M0FNU>
 }

@@ -200,3 +200,23 @@ module attributes {kiln_plan.host_kernels = "silu"} {}
 
 // expected-error @below {{'kiln_plan.host_kernels' names no declared kernel: "frobnicate"}}
 module attributes {kiln_plan.host_kernels = ["silu", "frobnicate"]} {}
+
+// -----
+
+// expected-error @below {{slice must be [axis, first] with axis 0 (rows) or 1 (columns) and first >= 0}}
+kiln_plan.weight @w0 dense "o" bf16 shape [8, 8] {slice = array<i64: 3, 0>}
+
+// -----
+
+// expected-error @below {{slice needs a matrix (or a stack of them) or a vector (axis 0)}}
+kiln_plan.weight @w0 dense "n" f32 shape [8] {slice = array<i64: 1, 8>}
+
+// -----
+
+// expected-error @below {{a mxfp4_raw weight's slice must start on a multiple of 32, found 16}}
+kiln_plan.weight @w0 mxfp4_raw "o" f4E2M1FN shape [8, 64] {scales = "o_scale", slice = array<i64: 1, 16>}
+
+// -----
+
+// expected-error @below {{a fp8_block weight's slice must start on a multiple of 128, found 64}}
+kiln_plan.weight @w0 fp8_block "o" f8E4M3FN shape [64, 128] {scales = "o_scale", slice = array<i64: 0, 64>}

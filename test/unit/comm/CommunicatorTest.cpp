@@ -351,6 +351,13 @@ TEST(Rccl, FloatAllReduceNeedsTheDeviceSum) {
   ASSERT_TRUE(comm.allReduceSum(send, recv).isOk());
   EXPECT_EQ(recv, send);
   EXPECT_EQ(scratch, send);
+  // A group of the one rank takes the same path; integers over a group
+  // smaller than the world are refused (none here: 1 divides 1, so only
+  // the bad group is checked).
+  ASSERT_TRUE(comm.allReduceSum(send, recv, 1).isOk());
+  EXPECT_EQ(recv, send);
+  Status bad = comm.allReduceSum(send, recv, 2);
+  EXPECT_EQ(bad.code(), StatusCode::InvalidArgument);
 }
 
 TEST(Rccl, AsyncErrorFailsTheNextCall) {

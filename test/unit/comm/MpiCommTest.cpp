@@ -140,6 +140,43 @@ TEST(MpiComm, AllReduceSumInPlaceAndIntegers) {
   EXPECT_EQ(s64[0], (int64_t(1) << 40) * comm.size());
 }
 
+TEST(MpiComm, AllReduceSumOverGroupsOfConsecutiveRanks) {
+  // Groups of 1, 2 (when it divides the ranks) and all: each rank gets the
+  // rank-order sum over ranks g*G .. g*G+G-1 holding it, nothing else.
+  Communicator &comm = *gComm;
+  const size_t count = 4099;
+  std::vector<float> send = contributions(comm.rank(), count);
+  for (int group : {1, 2, comm.size()}) {
+    if (comm.size() % group != 0)
+      continue;
+    SCOPED_TRACE(group);
+    int first = comm.rank() / group * group;
+    std::vector<float> serial = contributions(first, count);
+    for (int r = first + 1; r < first + group; ++r) {
+      std::vector<float> part = contributions(r, count);
+      for (size_t i = 0; i < count; ++i)
+        serial[i] += part[i];
+    }
+    std::vector<float> got(count);
+    ASSERT_OK(comm.allReduceSum(send, got, group));
+    EXPECT_TRUE(sameBits(got, serial));
+  }
+  std::vector<float> got(count);
+  ASSERT_OK(comm.allReduceSum(send, got, 0)); // 0: every rank
+  std::vector<float> all(count);
+  ASSERT_OK(comm.allReduceSum(send, all));
+  EXPECT_TRUE(sameBits(got, all));
+  // A group that does not divide the ranks is refused on every rank
+  // before any message.
+  Status s = comm.allReduceSum(send, got, comm.size() + 1);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("does not divide the " +
+                             std::to_string(comm.size()) + " ranks evenly"),
+            std::string::npos)
+      << s.message();
+  EXPECT_OK(comm.barrier());
+}
+
 TEST(MpiComm, AllGatherEqualAndZeroCounts) {
   Communicator &comm = *gComm;
   std::vector<int64_t> send = {comm.rank() * 10, comm.rank() * 10 + 1,

@@ -4,8 +4,9 @@
 // passes/emit streams weights from any TensorSource (support/TensorSource.h):
 // here, tensors built in memory. The bytes written are the source's (dense
 // copies, 1-D upcasts to f32, an expert range of a stack, MXFP4 quantization
-// equal to quantizeMxfp4Row), every tensor is released to its source after
-// use, and a missing tensor is an error naming it and the source.
+// equal to quantizeMxfp4Row, row and column slices of every kind), every
+// tensor is released to its source after use (and nothing else is), and a
+// missing tensor or a slice past a tensor's end is an error naming it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,10 +46,18 @@ public:
     return it == tensors_.end() ? nullptr : &it->second;
   }
   std::string describe() const override { return "the in-memory source"; }
-  void release(const uint8_t *, uint64_t size) const override {
+  void release(const uint8_t *data, uint64_t size) const override {
     released += size;
+    bool inside = false;
+    for (const auto &owned : storage_)
+      inside |=
+          data >= owned->data() && data + size <= owned->data() + owned->size();
+    outside += inside ? 0 : 1;
   }
   mutable uint64_t released = 0;
+  /// Releases of memory that is not the source's (a copy the streamer
+  /// made): a mapped source would drop those pages.
+  mutable int outside = 0;
 
 private:
   std::vector<std::unique_ptr<std::vector<uint8_t>>> storage_;
@@ -155,6 +164,103 @@ TEST_F(WeightStreamerTest, StreamsFromAnySource) {
   uint64_t readBytes = matrix.size() + 64 * 2 + experts[2].size() +
                        experts[3].size() + qBytes.size();
   EXPECT_GE(src.released, readBytes);
+}
+
+/// Rows [r0, r0 + nr) and byte columns [c0, c0 + nc) of a row-major matrix
+/// with `cols` bytes per row.
+std::vector<uint8_t> cut(const std::vector<uint8_t> &m, int64_t cols,
+                         int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+  std::vector<uint8_t> out;
+  for (int64_t r = r0; r < r0 + nr; ++r)
+    out.insert(out.end(), m.begin() + r * cols + c0,
+               m.begin() + r * cols + c0 + nc);
+  return out;
+}
+
+TEST_F(WeightStreamerTest, SlicesRowsAndColumnsOfEveryKind) {
+  MemorySource src;
+  std::vector<uint8_t> dense = bf16Bytes(ramp(4 * 64, 1.0f));
+  src.add("d", Dtype::BF16, {4, 64}, dense);
+  std::vector<uint8_t> mxv(4 * 32), mxs(4 * 2);
+  for (size_t i = 0; i < mxv.size(); ++i)
+    mxv[i] = uint8_t(i * 7 + 3);
+  for (size_t i = 0; i < mxs.size(); ++i)
+    mxs[i] = uint8_t(120 + i);
+  src.add("mx", Dtype::U8, {4, 32}, mxv);
+  src.add("mx_scale", Dtype::U8, {4, 2}, mxs);
+  std::vector<float> q = ramp(2 * 64, -2.0f);
+  std::vector<uint8_t> qBytes(q.size() * 4);
+  std::memcpy(qBytes.data(), q.data(), qBytes.size());
+  src.add("q", Dtype::F32, {2, 64}, qBytes);
+  std::vector<uint8_t> f8(256 * 128);
+  for (size_t i = 0; i < f8.size(); ++i)
+    f8[i] = uint8_t(i % 113);
+  std::vector<float> f8s = {0.5f, 2.0f};
+  std::vector<uint8_t> f8sBytes(8);
+  std::memcpy(f8sBytes.data(), f8s.data(), 8);
+  src.add("f8", Dtype::F8_E4M3, {256, 128}, f8);
+  src.add("f8_scale_inv", Dtype::F32, {2, 1}, f8sBytes);
+
+  std::vector<WeightSpec> specs(6);
+  specs[0].name = "d"; // rows 2..3
+  specs[0].shape = {2, 64};
+  specs[0].sliceAxis = 0;
+  specs[0].sliceFirst = 2;
+  specs[1].name = "d"; // columns 32..63
+  specs[1].shape = {4, 32};
+  specs[1].sliceAxis = 1;
+  specs[1].sliceFirst = 32;
+  specs[2].kind = WeightKind::Mxfp4Raw; // columns 32..63 of 64
+  specs[2].name = "mx";
+  specs[2].scaleName = "mx_scale";
+  specs[2].shape = {4, 32};
+  specs[2].dtype = ElemType::F4E2M1;
+  specs[2].sliceAxis = 1;
+  specs[2].sliceFirst = 32;
+  specs[3].kind = WeightKind::Mxfp4Quant; // columns 32..63 of 64
+  specs[3].name = "q";
+  specs[3].shape = {2, 32};
+  specs[3].dtype = ElemType::F4E2M1;
+  specs[3].sliceAxis = 1;
+  specs[3].sliceFirst = 32;
+  specs[4].kind = WeightKind::Fp8Block; // rows 128..255: scale row 1
+  specs[4].name = "f8";
+  specs[4].scaleName = "f8_scale_inv";
+  specs[4].shape = {128, 128};
+  specs[4].dtype = ElemType::F8E4M3;
+  specs[4].sliceAxis = 0;
+  specs[4].sliceFirst = 128;
+  specs[5].kind = WeightKind::Mxfp4Quant; // the whole row, for comparison
+  specs[5].name = "q";
+  specs[5].shape = {2, 64};
+  specs[5].dtype = ElemType::F4E2M1;
+
+  auto streamed = streamWeights(specs, src, *writer_, nullptr);
+  ASSERT_TRUE(streamed.isOk()) << streamed.status().message();
+  const auto &w = *streamed;
+  EXPECT_EQ(read(w[0].data), cut(dense, 128, 2, 2, 0, 128));
+  EXPECT_EQ(read(w[1].data), cut(dense, 128, 0, 4, 64, 64));
+  EXPECT_EQ(read(w[2].data), cut(mxv, 32, 0, 4, 16, 16));
+  EXPECT_EQ(read(*w[2].scales), cut(mxs, 2, 0, 4, 1, 1));
+  // Quantizing a slice on 32-column blocks gives the same bytes as the
+  // matching part of the whole tensor's quantization.
+  std::vector<uint8_t> whole = read(w[5].data),
+                       wholeScales = read(*w[5].scales);
+  EXPECT_EQ(read(w[3].data), cut(whole, 32, 0, 2, 16, 16));
+  EXPECT_EQ(read(*w[3].scales), cut(wholeScales, 2, 0, 2, 1, 1));
+  EXPECT_EQ(read(w[4].data), cut(f8, 128, 128, 128, 0, 128));
+  EXPECT_EQ(read(*w[4].scales), cut(f8sBytes, 4, 1, 1, 0, 4));
+  EXPECT_EQ(src.outside, 0) << "released memory that is not the source's";
+
+  // Past the end: named.
+  std::vector<WeightSpec> bad(1, specs[0]);
+  bad[0].sliceFirst = 3;
+  auto past = streamWeights(bad, src, *writer_, nullptr);
+  ASSERT_FALSE(past.isOk());
+  EXPECT_NE(past.status().message().find(
+                "its rows [3, 5) this rank holds are past its end"),
+            std::string::npos)
+      << past.status().message();
 }
 
 TEST_F(WeightStreamerTest, MissingTensorNamesItAndTheSource) {

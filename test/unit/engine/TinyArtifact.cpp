@@ -89,8 +89,9 @@ TinyModel allReduceModel() {
   TinyModel m = simpleModel();
   TinyPlan &p = m.plans[0];
   p.buffers.push_back({"reduced", fb::DType::F32, fb::Rows::Tokens, {8}}); // 8
-  p.dispatches.insert(p.dispatches.begin() + 1,
-                      {"all_reduce", {B(4), B(8)}, {}, "reduce"});
+  p.dispatches.insert(
+      p.dispatches.begin() + 1,
+      {"all_reduce", {B(4), B(8)}, abi::AllReduceParams{}, "reduce"});
   p.dispatches[2].args[0] = B(8); // the norm reads the sum
   p.outputs = {7, 8};
   return m;
