@@ -144,6 +144,60 @@ def KilnPartitionExpertsPass
   ];
 }
 
+def KilnPartitionTensorPass
+    : Pass<"kiln-partition-tensor", "mlir::ModuleOp"> {
+  let summary = "Split attention heads and MLP/expert columns over tensor-parallel ranks";
+  let description = [{
+    Tensor parallelism over `ranks` ranks, as rank `rank` runs it
+    (`kiln-compile --tp N`). Every rank runs every token; what is split:
+
+    - **MLA attention** (`kiln.mla_attention`): heads `[rank * H / ranks,
+      (rank + 1) * H / ranks)`. The rows of `q_b_proj` and `kv_b_proj` of
+      those heads and the matching columns of `o_proj` are kept (`slice` on
+      the `kiln.weight`s); the types of the q chain (projection, reshape,
+      split, rope) shrink to the local heads. The latent cache, `q_a`,
+      `kv_a` and the DSA indexer are replicated: MLA has one latent head,
+      so every rank keeps the whole cache.
+    - **Dense SwiGLU MLPs** (`down(silu(gate x) * up x)`): intermediate
+      columns `[rank * I / ranks, ...)`: rows of gate and up, columns of
+      down.
+    - **MoE** (`kiln.moe`): every expert's intermediate columns the same
+      way, routed and shared; the router is replicated.
+
+    Each split part ends in a partial sum, followed by `kiln.all_reduce
+    group ranks`, the sum over the tensor-parallel group (ranks
+    `r - r % ranks ...`). A `kiln.moe` already followed by a
+    `kiln.all_reduce` (from `kiln-partition-experts`, which must run first
+    when both do) needs none: that sum over every rank adds these parts
+    too. The embedding, the head, norms and the MTP layer's `eh_proj` are
+    replicated. **GQA attention** (`kiln.gqa_attention`, GLM-4.x) splits
+    query and KV heads alike: q, k and v projection rows and their biases,
+    every value on the way (bias add, reshape, per-head norm, rope), and
+    the K and V caches' widths (so its KV cache per rank is 1/ranks).
+    Head, column and expert counts must divide evenly; block-scaled
+    weights (MXFP4, FP8) must split on their blocks. With `ranks=1` the
+    module is left as it is.
+
+    Before, 8 heads:
+    ```mlir
+    %qb = kiln.weight "model.layers.0.self_attn.q_b_proj.weight" : tensor<384x128xbf16>
+    %q = kiln.matmul %x, %qb : tensor<?x128xf32>, tensor<384x128xbf16> -> tensor<?x384xf32>
+    ```
+    After, `ranks=2 rank=1`:
+    ```mlir
+    %qb = kiln.weight "model.layers.0.self_attn.q_b_proj.weight" slice [0, 192] : tensor<192x128xbf16>
+    %q = kiln.matmul %x, %qb : tensor<?x128xf32>, tensor<192x128xbf16> -> tensor<?x192xf32>
+    ...
+    %p = kiln.matmul %a, %ob : tensor<?x128xf32>, tensor<256x128xbf16> -> tensor<?x256xf32>
+    %o = kiln.all_reduce %p group 2 : tensor<?x256xf32>
+    ```
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "1", "Tensor-parallel ranks">,
+    Option<"rank", "rank", "int64_t", "0", "This rank, 0 .. ranks-1">,
+  ];
+}
+
 def KilnBuildPlanPass : Pass<"kiln-build-plan", "mlir::ModuleOp"> {
   let summary = "Lower the fused entry functions to kiln_plan plans";
   let description = [{
@@ -225,6 +279,31 @@ def KilnSelectHostKernelsPass
     ```
   }];
   let dependentDialects = ["::kiln::plan::PlanDialect"];
+}
+
+def KilnReportMemoryPass : Pass<"kiln-report-memory", "mlir::ModuleOp"> {
+  let summary = "Print the bytes of a plan-level module's weights and KV cache";
+  let description = [{
+    For a plan-level module (kiln-build-plan), prints its weights' stored
+    bytes by group (routed experts, shared experts, MLA attention, the DSA
+    indexer, dense MLPs, embedding and head, the rest; groups come from the
+    checkpoint tensor names), the KV cache bytes per token by owner (the
+    main model's caches, the MTP draft's), and with `device-gb` the tokens
+    of KV cache that fit beside the weights on a device of that size.
+    `kiln-compile --emit=memory` runs it on every rank's share (--tp, --ep).
+    The IR is left as it is.
+
+    ```sh
+    kiln-compile DIR --config-only --tp 4 --ep 2 --emit=memory
+    kiln-opt plan.mlir -kiln-report-memory="label=rank0 device-gb=288"
+    ```
+  }];
+  let options = [
+    Option<"label", "label", "std::string", "\"\"",
+           "Printed after the pass name (e.g. the rank)">,
+    Option<"deviceGb", "device-gb", "double", "0",
+           "A device's memory in GB (1e9 bytes); 0: not reported">,
+  ];
 }
 
 def KilnEstimateCostPass : Pass<"kiln-estimate-cost", "mlir::ModuleOp"> {

@@ -72,6 +72,7 @@ buildConfig(flatbuffers::FlatBufferBuilder &fbb, const ModelFacts &model,
   b.add_default_spec_k(hasDraft ? options.specDefault : 0);
   b.add_ranks(options.ranks);
   b.add_rank(options.rank);
+  b.add_tensor_parallel(options.tensorParallel);
   return b.Finish();
 }
 

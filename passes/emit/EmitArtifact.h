@@ -32,10 +32,12 @@ struct CompileOptions {
   /// With cpu among the targets: compile the host kernels into an x86-64
   /// shared object (passes/emit/HostKernels.h).
   bool hostKernels = true;
-  /// Expert parallelism: this artifact is rank `rank` of `ranks` (the module
-  /// already partitioned, kiln-partition-experts).
+  /// Several ranks: this artifact is rank `rank` of `ranks`, of which
+  /// `tensorParallel` form each tensor-parallel group (the module already
+  /// partitioned: kiln-partition-experts, kiln-partition-tensor).
   int ranks = 1;
   int rank = 0;
+  int tensorParallel = 1;
 };
 
 /// Lowers the fused module to execution plans, streams the weights from

@@ -60,9 +60,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   if (config.ranks() != worldSize || config.rank() != worldRank)
     return fail(makeError(
         StatusCode::FailedPrecondition, "compiled as rank ", config.rank(),
-        " of ", config.ranks(), " expert-parallel ranks (kiln-compile --ep ",
-        config.ranks(), "), but this process is rank ", worldRank, " of ",
-        worldSize,
+        " of ", config.ranks(), " ranks (kiln-compile --tp ",
+        config.tensor_parallel(), " --ep ",
+        config.ranks() / std::max(1, config.tensor_parallel()),
+        "), but this process is rank ", worldRank, " of ", worldSize,
         config.ranks() > 1
             ? ": run it with mpirun -np " + std::to_string(config.ranks())
             : std::string()));

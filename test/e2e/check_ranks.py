@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Expert-parallel runs of the fixture against its single-rank artifact.
+"""Multi-rank runs of the fixture against its single-rank artifact.
 
-usage: check_ranks.py KILN_BIN FIXTURE_DIR WORK_DIR [--ep N ...]
+usage: check_ranks.py KILN_BIN FIXTURE_DIR WORK_DIR [--ep N ...] [--tp T,E ...]
 
-Compiles the fixture once as one artifact and, for each N, with --ep N into
-N rank artifacts; then, for every golden prompt whose greedy margin the
+Compiles the fixture once as one artifact and, for each --ep N, with --ep N
+into N rank artifacts (for each --tp T,E: --tp T --ep E into T x E); then,
+for every golden prompt whose greedy margin the
 fixture's fragility data marks safe (top-1/top-2 gap >= 1e-3), runs
 `mpirun -np N kiln-run` (spec 0 and the default spec) beside the
 single-rank run and checks: last-position logits within relative L2 1e-5,
 greedy tokens equal to the single rank's and to golden/greedy.json, only
-rank 0 writing to stdout. Also checks each rank maps 1/N of the experts'
-bytes (kiln-dump) plus the replicated rest, and that a wrong process count
+rank 0 writing to stdout. Also checks each rank maps its share of the
+split weights' bytes (kiln-dump): 1/N of the experts under --ep N; under
+--tp T 1/T of the attention heads' q_b/kv_b/o projections, of the dense
+MLPs and of each expert's columns; the replicated rest whole. With --ep: that a wrong process count
 or a single process is refused with a message naming both sides, that a
 batch of concurrent requests (--batch-file) gives the single rank's tokens,
 and that a rank killed or stopped mid-run ends the job, non-zero, within the
@@ -38,8 +41,15 @@ ap.add_argument("kiln_bin")
 ap.add_argument("fixture")
 ap.add_argument("work")
 ap.add_argument("--ep", type=int, action="append", default=[])
+ap.add_argument("--tp", action="append", default=[],
+                help="T,E: tensor parallel T beside expert parallel E")
+ap.add_argument("--compile-args", default="",
+                help="more kiln-compile flags, for every artifact (the "
+                "golden-token check is then skipped)")
 args = ap.parse_args()
-eps = args.ep or [2]
+eps = args.ep
+layouts = [(1, n) for n in eps] + \
+    [tuple(int(x) for x in t.split(",")) for t in args.tp]
 
 ENV = mpi_env(30)
 failures = 0
@@ -62,7 +72,8 @@ def run(cmd, **kw):
 
 os.makedirs(args.work, exist_ok=True)
 single = os.path.join(args.work, "one.kiln")
-out = run([tool("kiln-compile"), args.fixture, "-o", single])
+EXTRA = args.compile_args.split()
+out = run([tool("kiln-compile"), args.fixture, "-o", single] + EXTRA)
 if out.returncode != 0:
     print("FAIL compile: " + out.stderr)
     sys.exit(1)
@@ -82,15 +93,6 @@ def kiln_run(launcher, artifact, prompt_file, logits, spec):
                       "--output-format=json", "--dump-logits", logits,
                       "--spec", spec]
     return run(cmd)
-
-
-def expert_bytes(artifact):
-    dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
-    tensors = dump["weights"]["tensors"]
-    experts = sum(w["bytes"] for w in tensors if "{e}" in w["name"])
-    rest = sum(w["bytes"] for w in tensors
-               if "{e}" not in w["name"] and "shared_experts" not in w["name"])
-    return experts, rest
 
 
 def compare(single_art, split_art, n, i, p, spec, what, gold=None):
@@ -128,23 +130,95 @@ def compare(single_art, split_art, n, i, p, spec, what, gold=None):
     return la
 
 
-one_experts, one_rest = expert_bytes(single)
-for n in eps:
-    base = os.path.join(args.work, f"ep{n}.kiln")
-    out = run([tool("kiln-compile"), args.fixture, "--ep", str(n), "-o", base])
+# Weights tensor parallelism splits (kiln-partition-tensor): MLA's q_b, kv_b
+# and o projections, the dense MLPs; experts are split by both.
+TP_SPLIT = ("self_attn.q_b_proj.", "self_attn.kv_b_proj.", "self_attn.o_proj.",
+            "self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj.",
+            "mlp.gate_proj.", "mlp.up_proj.", "mlp.down_proj.")
+
+
+def weight_bytes(artifact):
+    """Bytes of the experts, the shared experts, the tensor-split weights
+    and the replicated rest."""
+    dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
+    parts = {"experts": 0, "shared": 0, "split": 0, "rest": 0}
+    for w in dump["weights"]["tensors"]:
+        name = w["name"]
+        kind = ("experts" if "{e}" in name else
+                "shared" if "shared_experts" in name else
+                "split" if any(k in name for k in TP_SPLIT) else "rest")
+        parts[kind] += w["bytes"]
+    return parts
+
+
+def layout_name(tp, ep):
+    return f"ep {ep}" if tp == 1 else f"tp {tp}" + ("" if ep == 1 else
+                                                     f" ep {ep}")
+
+
+def layout_args(tp, ep):
+    return ["--ep", str(ep)] + (["--tp", str(tp)] if tp > 1 else [])
+
+
+whole = weight_bytes(single)
+for tp, ep in layouts:
+    n, name = tp * ep, layout_name(tp, ep)
+    base = os.path.join(args.work, name.replace(" ", "") + ".kiln")
+    out = run([tool("kiln-compile"), args.fixture, "-o", base] +
+              layout_args(tp, ep) + EXTRA)
     if out.returncode != 0:
-        report(False, f"ep {n}: compile: {out.stderr.strip()}")
+        report(False, f"{name}: compile: {out.stderr.strip()}")
         continue
     for r in range(n):
-        experts, rest = expert_bytes(base.replace(".kiln", f".rank{r}.kiln"))
-        report(experts * n == one_experts and rest == one_rest,
-               f"ep {n} rank {r}: expert bytes {experts} = 1/{n} of "
-               f"{one_experts}, replicated bytes {rest} (single: {one_rest})")
+        got = weight_bytes(base.replace(".kiln", f".rank{r}.kiln"))
+        # Rank r holds experts share r // tp of ep, columns share r % tp.
+        want = {"experts": whole["experts"] / n,
+                "shared": whole["shared"] / tp if r // tp == 0 else 0,
+                "split": whole["split"] / tp, "rest": whole["rest"]}
+        report(got == want,
+               f"{name} rank {r}: expert bytes {got['experts']} = 1/{n} of "
+               f"{whole['experts']}, shared {got['shared']}, head/MLP bytes "
+               f"{got['split']} = 1/{tp} of {whole['split']}, replicated "
+               f"bytes {got['rest']} (single: {whole['rest']})"
+               + ("" if got == want else f"; expected {want}"))
     for i, p in enumerate(safe):
         for spec in ("0", "3"):
+            # Golden tokens are the checkpoint's own: with other compile
+            # flags (quantization) the single rank is the reference.
             compare(single, base, n, i, p, spec,
-                    f"ep {n} {p['name']} spec {spec}",
-                    greedy[p["name"]][:32])
+                    f"{name} {p['name']} spec {spec}",
+                    None if EXTRA else greedy[p["name"]][:32])
+
+# A batch of concurrent requests: the engine's batched plans on every rank.
+batch = os.path.join(args.work, "batch.jsonl")
+with open(batch, "w") as f:
+    for i, p in enumerate(safe * 2):
+        f.write(json.dumps({"id": str(i), "prompt": p["text"],
+                            "max_tokens": 48, "ignore_eos": True}) + "\n")
+
+
+def batch_ids(launcher, artifact, out):
+    r = run(launcher + [tool("kiln-run"), artifact, "--batch-file", batch,
+                        "-o", out, "--threads", "1"])
+    if r.returncode != 0:
+        return None, r.stderr
+    return [json.loads(line)["ids"] for line in open(out)], ""
+
+
+one_ids, e1 = batch_ids([], single, os.path.join(args.work, "b1.jsonl"))
+batch_layouts = layouts[:1] + [t for t in layouts if t[0] > 1][:1]
+for tp, ep in dict.fromkeys(batch_layouts):
+    name = layout_name(tp, ep)
+    base = os.path.join(args.work, name.replace(" ", "") + ".kiln")
+    split_ids, e2 = batch_ids(MPIRUN + ["-np", str(tp * ep)], base,
+                              os.path.join(args.work, "b2.jsonl"))
+    report(one_ids is not None and one_ids == split_ids,
+           f"{name} batch of {len(safe) * 2} concurrent requests: "
+           + ("tokens equal to the single rank's" if one_ids == split_ids
+              else "DIFFERENT " + (e1 + e2)[-300:]))
+
+if not eps:
+    sys.exit(1 if failures else 0)
 
 # Wrong process counts are refused, naming both sides.
 base = os.path.join(args.work, f"ep{eps[0]}.kiln")
@@ -155,12 +229,12 @@ report(alone.returncode == 1 and
        "one process on an expert-parallel artifact: " + alone.stderr.strip())
 direct = run([tool("kiln-run"), base.replace(".kiln", ".rank1.kiln")] + prompt)
 report(direct.returncode == 1 and
-       f"compiled as rank 1 of {eps[0]} expert-parallel ranks" in
+       f"compiled as rank 1 of {eps[0]} ranks" in
        direct.stderr and "this process is rank 0 of 1" in direct.stderr,
        "one process on a rank artifact: " + direct.stderr.strip())
 wrong = run(MPIRUN + ["-np", str(eps[0] * 2), tool("kiln-run"), base] + prompt)
 report(wrong.returncode != 0 and
-       f"compiled for {eps[0]} expert-parallel ranks" in wrong.stderr and
+       f"compiled for {eps[0]} ranks" in wrong.stderr and
        f"this run has {eps[0] * 2}" in wrong.stderr,
        f"{eps[0] * 2} processes on an --ep {eps[0]} artifact: exit "
        f"{wrong.returncode}")
@@ -204,31 +278,8 @@ else:
         report(change > 1e-3, "the biased fixture routes differently from "
                f"the original (max logit change {change:.3f})")
 
-# A batch of concurrent requests: the engine's batched plans on every rank.
 n = eps[0]
 base = os.path.join(args.work, f"ep{n}.kiln")
-batch = os.path.join(args.work, "batch.jsonl")
-with open(batch, "w") as f:
-    for i, p in enumerate(safe * 2):
-        f.write(json.dumps({"id": str(i), "prompt": p["text"],
-                            "max_tokens": 48, "ignore_eos": True}) + "\n")
-
-
-def batch_ids(launcher, artifact, out):
-    r = run(launcher + [tool("kiln-run"), artifact, "--batch-file", batch,
-                        "-o", out, "--threads", "1"])
-    if r.returncode != 0:
-        return None, r.stderr
-    return [json.loads(line)["ids"] for line in open(out)], ""
-
-
-one_ids, e1 = batch_ids([], single, os.path.join(args.work, "b1.jsonl"))
-ep_ids, e2 = batch_ids(MPIRUN + ["-np", str(n)], base,
-                       os.path.join(args.work, "b2.jsonl"))
-report(one_ids is not None and one_ids == ep_ids,
-       f"ep {n} batch of {len(safe) * 2} concurrent requests: "
-       + ("tokens equal to the single rank's" if one_ids == ep_ids
-          else "DIFFERENT " + (e1 + e2)[-300:]))
 
 
 # kiln-bench under mpirun: rank 0 prints each rank's compute and

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """kiln-serve under `mpirun -np 2` on an expert-parallel artifact.
 
-usage: check_serve_mpi.py KILN_BIN FIXTURE_DIR WORKDIR
+usage: check_serve_mpi.py KILN_BIN FIXTURE_DIR WORKDIR [LAYOUT_FLAGS]
 
-Compiles the fixture once as one artifact and once with --ep 2, starts
+Compiles the fixture once as one artifact and once with LAYOUT_FLAGS
+(default "--ep 2"; any 2-rank layout, e.g. "--tp 2"), starts
 `mpirun -np 2 kiln-serve` on a free loopback port (collective timeout 3 s)
 and checks, through http.client: greedy completions of the golden prompts
 the fixture's fragility data marks safe equal single-rank kiln-run, alone
@@ -14,6 +15,7 @@ SIGTERM to rank 0 drains and the whole job exits 0. Then a rank 1 killed or
 stopped while a request runs ends the job, non-zero, within the timeout (the
 stopped case answering its running request with an error first), and
 a launch with the wrong process count ends at once naming both counts.
+With LAYOUT_FLAGS given, only the equality checks run (up to SIGTERM).
 Prints one line per check; exits 1 on failure.
 """
 import json
@@ -30,6 +32,7 @@ from serve_util import (Checks, metric, raw_post,  # noqa: E402
                         read_until_closed, request, start_server)
 
 kiln_bin, fixture, work = sys.argv[1:4]
+layout = sys.argv[4].split() if len(sys.argv) > 4 else ["--ep", "2"]
 TIMEOUT_S = 3
 ENV = mpi_env(TIMEOUT_S)
 check = Checks()
@@ -42,7 +45,7 @@ def tool(name):
 single = os.path.join(work, "one.kiln")
 split = os.path.join(work, "ep2.kiln")
 for cmd in ([tool("kiln-compile"), fixture, "-o", single],
-            [tool("kiln-compile"), fixture, "--ep", "2", "-o", split]):
+            [tool("kiln-compile"), fixture, "-o", split] + layout):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("compile failed: " + out.stderr)
@@ -148,6 +151,9 @@ except subprocess.TimeoutExpired:
     job.kill()
     check("SIGTERM to rank 0 drains", False, "still running after 60 s")
 
+if len(sys.argv) > 4:
+    sys.exit(1 if check.failures else 0)
+
 # A rank killed or stopped while a request runs: the job ends, non-zero,
 # within the collective timeout (twice: the plan call, then the step check)
 # plus slack.
@@ -194,7 +200,7 @@ wrong = subprocess.run(MPIRUN + ["-np", "3", tool("kiln-serve"), split,
 check("3 processes on a 2-rank artifact: exit %d after %.1f s" %
       (wrong.returncode, time.time() - start_t),
       wrong.returncode != 0 and
-      "compiled for 2 expert-parallel ranks" in wrong.stderr and
+      "compiled for 2 ranks" in wrong.stderr and
       "this run has 3" in wrong.stderr, wrong.stderr[-600:])
 
 log = open(os.path.join(work, "serve-mpi.log")).read()

@@ -1,7 +1,7 @@
 //===- RankArtifact.h - Which artifact this rank runs -----------*- C++ -*-===//
 //
-// The runtime tools' handling of expert-parallel artifacts (kiln-compile
-// --ep N writes NAME.rank0.kiln ... NAME.rank<N-1>.kiln; docs/parallel.md):
+// The runtime tools' handling of multi-rank artifacts (kiln-compile --tp T
+// --ep E writes NAME.rank0.kiln ... NAME.rank<T*E-1>.kiln; docs/parallel.md):
 // under an MPI launcher with N processes each rank opens its own file and
 // only rank 0 writes to stdout; a process count that does not match the
 // rank files, or a single process given the name of a split artifact, is an
@@ -34,17 +34,16 @@ inline Result<std::string> rankArtifact(const std::string &path,
   if (comm.size() == 1) {
     if (!std::filesystem::exists(path) && files > 0)
       return makeError(StatusCode::FailedPrecondition, path,
-                       " was compiled for ", files, " expert-parallel ranks (",
-                       first, ", ...): run it with mpirun -np ", files);
+                       " was compiled for ", files, " ranks (", first,
+                       ", ...): run it with mpirun -np ", files);
     return path;
   }
   if (files != comm.size())
-    return makeError(StatusCode::FailedPrecondition, path, " was compiled for ",
-                     files, " expert-parallel ranks (", first,
-                     ", ...), but this run has ", comm.size(),
-                     files > 0
-                         ? ": run it with mpirun -np " + std::to_string(files)
-                         : std::string());
+    return makeError(
+        StatusCode::FailedPrecondition, path, " was compiled for ", files,
+        " ranks (", first, ", ...), but this run has ", comm.size(),
+        files > 0 ? ": run it with mpirun -np " + std::to_string(files)
+                  : std::string());
   if (comm.rank() != 0 && !std::freopen("/dev/null", "w", stdout))
     return makeError(StatusCode::Internal, "rank ", comm.rank(),
                      ": cannot silence stdout");

@@ -44,8 +44,16 @@ static cl::opt<std::string>
     emitWhat("emit",
              cl::desc("What to produce: graph (graph-level IR), fused (after "
                       "the fusion passes), plan (the kiln_plan level, "
-                      "docs/plans.md) or artifact (the default with -o)"),
+                      "docs/plans.md), memory (each rank's weight and KV "
+                      "bytes, kiln-report-memory) or artifact (the default "
+                      "with -o)"),
              cl::init(""), cl::cat(category));
+static cl::opt<double> deviceGb(
+    "device-gb",
+    cl::desc("--emit=memory: one device's memory in GB, for the KV tokens "
+             "that fit beside each rank's weights (default: 288, one "
+             "MI355X)"),
+    cl::init(288), cl::cat(category));
 static cl::opt<bool> configOnly(
     "config-only",
     cl::desc("Build the graph from config.json alone (no weights needed)"),
@@ -88,9 +96,34 @@ static cl::opt<int> expertParallel(
              "experts (kiln-partition-experts); run them with mpirun -np N"),
     cl::init(1), cl::cat(category));
 
+static cl::opt<int> tensorParallel(
+    "tp",
+    cl::desc("Tensor-parallel ranks: attention heads and MLP/expert columns "
+             "split over N ranks (kiln-partition-tensor); with --ep M the "
+             "job has N x M ranks, rank r holding heads share r % N and "
+             "experts share r / N"),
+    cl::init(1), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "kiln-compile: " << message << "\n";
   return 1;
+}
+
+/// Rank `rank`'s share of the module: its experts (kiln-partition-experts,
+/// share rank / tp of ep), then its heads and columns
+/// (kiln-partition-tensor, share rank % tp of tp).
+static mlir::LogicalResult partition(mlir::MLIRContext &context,
+                                     mlir::ModuleOp module, int rank) {
+  mlir::PassManager pm(&context);
+  KilnPartitionExpertsPassOptions experts;
+  experts.ranks = expertParallel;
+  experts.rank = rank / tensorParallel;
+  KilnPartitionTensorPassOptions tensor;
+  tensor.ranks = tensorParallel;
+  tensor.rank = rank % tensorParallel;
+  pm.addPass(createKilnPartitionExpertsPass(experts));
+  pm.addPass(createKilnPartitionTensorPass(tensor));
+  return pm.run(module);
 }
 
 /// What the artifact records about the model, from its config.json.
@@ -117,14 +150,22 @@ int main(int argc, char **argv) {
   if (mode.empty())
     mode = outputPath == "-" ? "graph" : "artifact";
   if (mode != "graph" && mode != "fused" && mode != "plan" &&
-      mode != "artifact")
-    return fail("--emit must be graph, fused, plan or artifact, found '" +
+      mode != "memory" && mode != "artifact")
+    return fail("--emit must be graph, fused, plan, memory or artifact, "
+                "found '" +
                 mode + "'");
   if (mode == "artifact" && configOnly)
     return fail(
         "--config-only builds IR only; use --emit=graph, fused or plan");
   if (expertParallel < 1 || expertParallel > 4096)
     return fail("--ep must be 1 to 4096, found " + Twine(int(expertParallel)));
+  if (tensorParallel < 1 || tensorParallel > 4096 ||
+      int64_t(tensorParallel) * expertParallel > 4096)
+    return fail("--tp must be 1 to 4096 and --tp x --ep at most 4096, found "
+                "--tp " +
+                Twine(int(tensorParallel)) + " --ep " +
+                Twine(int(expertParallel)));
+  const int ranks = tensorParallel * expertParallel;
   if (mode == "artifact" && outputPath == "-")
     return fail("an artifact needs an output file: -o model.kiln");
 
@@ -174,24 +215,17 @@ int main(int argc, char **argv) {
     options.maxFileBytes = maxFileBytes;
     options.specDefault = specDefault;
     options.hostKernels = !noHostKernels;
-    options.ranks = expertParallel;
-    for (int rank = 0; rank < expertParallel; ++rank) {
-      // Each rank's share of the experts, from its own copy of the module.
+    options.ranks = ranks;
+    options.tensorParallel = tensorParallel;
+    for (int rank = 0; rank < ranks; ++rank) {
+      // Each rank's share, from its own copy of the module.
       mlir::OwningOpRef<mlir::ModuleOp> part = module->clone();
-      if (expertParallel > 1) {
-        mlir::PassManager pm(&context);
-        KilnPartitionExpertsPassOptions split;
-        split.ranks = expertParallel;
-        split.rank = rank;
-        pm.addPass(createKilnPartitionExpertsPass(split));
-        if (failed(pm.run(*part)))
-          return 1;
-      }
+      if (failed(partition(context, *part, rank)))
+        return 1;
       options.rank = rank;
       options.outputPath =
-          expertParallel > 1
-              ? artifact::rankArtifactPath(std::string(outputPath), rank)
-              : std::string(outputPath);
+          ranks > 1 ? artifact::rankArtifactPath(std::string(outputPath), rank)
+                    : std::string(outputPath);
       Status status = compileArtifact(*part, modelFacts(*config), *checkpoint,
                                       inputPath, options);
       if (!status.isOk())
@@ -199,14 +233,26 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  if (expertParallel > 1) {
-    mlir::PassManager pm(&context);
-    KilnPartitionExpertsPassOptions split;
-    split.ranks = expertParallel;
-    pm.addPass(createKilnPartitionExpertsPass(split));
-    if (failed(pm.run(*module)))
-      return 1;
+  if (mode == "memory") {
+    bool host = !noHostKernels && kiln::emit::targetsIncludeCpu(targets);
+    for (int rank = 0; rank < ranks; ++rank) {
+      mlir::OwningOpRef<mlir::ModuleOp> part = module->clone();
+      mlir::PassManager pm(&context);
+      buildPlanPipeline(pm, host);
+      KilnReportMemoryPassOptions report;
+      report.label = "rank " + std::to_string(rank) + " of " +
+                     std::to_string(ranks) + " (--tp " +
+                     std::to_string(int(tensorParallel)) + " --ep " +
+                     std::to_string(int(expertParallel)) + ")";
+      report.deviceGb = deviceGb;
+      pm.addPass(createKilnReportMemoryPass(report));
+      if (failed(partition(context, *part, rank)) || failed(pm.run(*part)))
+        return 1;
+    }
+    return 0;
   }
+  if (failed(partition(context, *module, 0)))
+    return 1;
   if (mode == "plan") {
     mlir::PassManager pm(&context);
     buildPlanPipeline(pm, /*hostKernels=*/!noHostKernels &&

@@ -1,0 +1,417 @@
+//===- PartitionTensor.cpp - kiln-partition-tensor ------------------------===//
+//
+// One rank's share of the model under tensor parallelism (Passes.td): the
+// heads of every MLA and GQA attention (GQA's K/V caches narrowed with
+// them), the intermediate columns of every dense SwiGLU MLP and of every
+// kiln.moe's experts (routed and shared), each followed by a
+// kiln.all_reduce over the tensor-parallel group. Weights are cut with
+// `slice` on their kiln.weight ops, so a rank's artifact holds its share's
+// bytes only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/kiln/IR/KilnOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNPARTITIONTENSORPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+RankedTensorType withDim(Type type, size_t dim, int64_t size) {
+  auto t = cast<RankedTensorType>(type);
+  SmallVector<int64_t> shape(t.getShape());
+  shape[dim] = size;
+  return RankedTensorType::get(shape, t.getElementType());
+}
+
+/// A weight operand of `user`, with its block scales when it has them.
+struct WeightRef {
+  OpOperand *values = nullptr;
+  OpOperand *scales = nullptr;
+  ArrayRef<int64_t> block;
+};
+
+/// The projection (kiln.matmul or kiln.mx_matmul) that defines `v`, or null.
+Operation *projectionOf(Value v) {
+  Operation *op = v.getDefiningOp();
+  return isa_and_nonnull<MatmulOp, MxMatmulOp>(op) ? op : nullptr;
+}
+
+WeightRef weightOf(Operation *projection) {
+  if (auto mm = dyn_cast<MatmulOp>(projection))
+    return {&mm.getRhsMutable(), nullptr, {}};
+  auto mx = cast<MxMatmulOp>(projection);
+  return {&mx.getValuesMutable(), &mx.getScalesMutable(), mx.getBlock()};
+}
+
+class Partitioner {
+public:
+  Partitioner(int64_t ranks, int64_t rank) : ranks_(ranks), rank_(rank) {}
+
+  /// Cuts `ref`'s weights (and scales) to [first, first + count) along
+  /// matrix axis `axis` (0 rows, 1 columns), counted in values.
+  LogicalResult slice(Operation *user, WeightRef ref, int64_t axis,
+                      int64_t first, int64_t count) {
+    auto values = ref.values->get().getDefiningOp<WeightOp>();
+    if (!values)
+      return user->emitOpError()
+             << "kiln-partition-tensor: the weight is not a kiln.weight";
+    if (values.getSlice())
+      return user->emitOpError() << "kiln-partition-tensor: weight '"
+                                 << values.getName() << "' is already sliced";
+    int64_t rank = values.getType().getRank();
+    size_t dim = size_t(rank == 1 ? 0 : rank - 2 + axis);
+    int64_t full = values.getType().getDimSize(int64_t(dim));
+    if (!ref.scales) {
+      ref.values->assign(sliced(values, dim, axis, first, count));
+      return success();
+    }
+    auto scales = ref.scales->get().getDefiningOp<WeightOp>();
+    if (!scales)
+      return user->emitOpError()
+             << "kiln-partition-tensor: the scales are not a kiln.weight";
+    int64_t block = ref.block[size_t(axis)];
+    if (first % block != 0 || (count % block != 0 && first + count != full))
+      return user->emitOpError()
+             << "kiln-partition-tensor: weight '" << values.getName()
+             << "' has blocks of " << block << " along its "
+             << (axis == 0 ? "rows" : "columns") << ", and this rank's ["
+             << first << ", " << first + count
+             << ") does not start and end on them";
+    Value v = sliced(values, dim, axis, first, count);
+    Value s =
+        sliced(scales, dim, axis, first / block, (count + block - 1) / block);
+    ref.values->assign(v);
+    ref.scales->assign(s);
+    return success();
+  }
+
+  /// Splits the heads of `attention` (GLM-5 MLA): q_b_proj's rows, kv_b's
+  /// rows and o_proj's columns, then sums o_proj's partial results.
+  LogicalResult partition(MlaAttentionOp attention) {
+    auto qn = cast<RankedTensorType>(attention.getQNope().getType());
+    int64_t heads = qn.getDimSize(1), dn = qn.getDimSize(2),
+            dv = attention.getType().getDimSize(2);
+    if (heads % ranks_ != 0)
+      return attention.emitOpError()
+             << "kiln-partition-tensor: " << heads
+             << " heads do not split evenly over " << ranks_ << " ranks";
+    int64_t local = heads / ranks_, first = rank_ * local;
+
+    // q: split(reshape(projection)), the rope part through kiln.rope ops.
+    auto split = attention.getQNope().getDefiningOp<SplitOp>();
+    auto reshape =
+        split ? split.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+    Operation *qb = reshape ? projectionOf(reshape.getInput()) : nullptr;
+    if (!qb || split->getNumResults() != 2 ||
+        !split->getResult(0).hasOneUse() || !reshape->hasOneUse() ||
+        !qb->hasOneUse())
+      return attention.emitOpError()
+             << "kiln-partition-tensor: q_nope is not one result of "
+                "kiln.split(kiln.reshape(q_b projection)) used by this op "
+                "alone";
+    SmallVector<Operation *> ropes;
+    Value pe = attention.getQPe();
+    while (auto rope = pe.getDefiningOp<RopeOp>()) {
+      ropes.push_back(rope);
+      pe = rope.getInput();
+    }
+    if (pe != split->getResult(1))
+      return attention.emitOpError()
+             << "kiln-partition-tensor: q_pe does not come from the same "
+                "kiln.split as q_nope (through kiln.rope ops only)";
+    int64_t width = cast<RankedTensorType>(reshape.getType()).getDimSize(2);
+    if (failed(slice(qb, weightOf(qb), 0, first * width, local * width)))
+      return failure();
+    qb->getResult(0).setType(
+        withDim(qb->getResult(0).getType(), 1, local * width));
+    reshape.getResult().setType(withDim(reshape.getType(), 1, local));
+    for (Value r : split->getResults())
+      r.setType(withDim(r.getType(), 1, local));
+    for (Operation *rope : ropes)
+      rope->getResult(0).setType(
+          withDim(rope->getResult(0).getType(), 1, local));
+
+    // kv_b: each head's [k_nope | v] rows.
+    WeightRef kvb{&attention.getKvBMutable(), nullptr, {}};
+    if (attention.getKvBScales()) {
+      kvb.scales = &attention.getKvBScalesMutable()[0];
+      kvb.block = *attention.getBlock();
+    }
+    if (failed(slice(attention, kvb, 0, first * (dn + dv), local * (dn + dv))))
+      return failure();
+    attention.getResult().setType(withDim(attention.getType(), 1, local));
+
+    return project(attention, first * dv, local * dv);
+  }
+
+  /// Splits the heads of `attention` (GQA, GLM-4.x): the q, k and v
+  /// projections (and their biases) by heads, the K and V caches' widths,
+  /// then o_proj's columns. The caches' kiln.kv_cache.append values are
+  /// traced back the same way as q.
+  LogicalResult partition(GqaAttentionOp attention, ModuleOp module) {
+    auto q = cast<RankedTensorType>(attention.getQ().getType());
+    int64_t heads = q.getDimSize(1), dv = attention.getType().getDimSize(2);
+    SmallVector<KvCacheOp> caches;
+    for (FlatSymbolRefAttr ref :
+         {attention.getKCacheAttr(), attention.getVCacheAttr()})
+      caches.push_back(module.lookupSymbol<KvCacheOp>(ref.getAttr()));
+    // Another entry function's attention may have narrowed it already.
+    int64_t kvHeads = caches[0].getWidth() / q.getDimSize(2) *
+                      (narrowed_.contains(caches[0]) ? ranks_ : 1);
+    if (heads % ranks_ != 0 || kvHeads % ranks_ != 0)
+      return attention.emitOpError()
+             << "kiln-partition-tensor: " << heads << " query and " << kvHeads
+             << " KV heads do not split evenly over " << ranks_ << " ranks";
+    if (failed(splitHeads(attention, attention.getQ())))
+      return failure();
+    for (KvCacheOp cache : caches) {
+      if (!narrowed_.insert(cache).second)
+        continue;
+      int64_t width = cache.getWidth();
+      cache.setWidth(width / ranks_);
+      // Every append to it, in every entry function.
+      SmallVector<KvCacheAppendOp> appends;
+      module.walk([&](KvCacheAppendOp a) {
+        if (a.getCache() == cache.getSymName())
+          appends.push_back(a);
+      });
+      for (KvCacheAppendOp a : appends)
+        if (failed(splitHeads(a, a.getValues())))
+          return failure();
+    }
+    attention.getResult().setType(
+        withDim(attention.getType(), 1, heads / ranks_));
+    int64_t local = heads / ranks_;
+    return project(attention, rank_ * local * dv, local * dv);
+  }
+
+  /// Splits a dense SwiGLU MLP, down(silu(gate x) * up x), by intermediate
+  /// columns. `product` is the kiln.mul; anything else is left alone.
+  LogicalResult partition(MulOp product) {
+    auto act = product.getLhs().getDefiningOp<SiluOp>();
+    Operation *gate = act ? projectionOf(act.getInput()) : nullptr;
+    Operation *up = projectionOf(product.getRhs());
+    Operation *down = product->hasOneUse() ? *product->user_begin() : nullptr;
+    if (!gate || !up || !down || !projectionOf(down->getResult(0)) ||
+        down->getOperand(0) != product.getResult() || !act->hasOneUse() ||
+        !gate->hasOneUse() || !up->hasOneUse())
+      return success(); // not an MLP
+    int64_t inter = cast<RankedTensorType>(product.getType()).getDimSize(1);
+    if (inter % ranks_ != 0)
+      return product.emitOpError()
+             << "kiln-partition-tensor: the MLP's " << inter
+             << " intermediate columns do not split evenly over " << ranks_
+             << " ranks";
+    int64_t local = inter / ranks_, first = rank_ * local;
+    if (failed(slice(gate, weightOf(gate), 0, first, local)) ||
+        failed(slice(up, weightOf(up), 0, first, local)) ||
+        failed(slice(down, weightOf(down), 1, first, local)))
+      return failure();
+    for (Value v :
+         std::initializer_list<Value>{gate->getResult(0), up->getResult(0),
+                                      act.getResult(), product.getResult()})
+      v.setType(withDim(v.getType(), 1, local));
+    return sum(down->getResult(0));
+  }
+
+  /// Splits every expert of `moe` (routed and shared) by intermediate
+  /// columns. Under expert parallelism the op is already followed by a
+  /// kiln.all_reduce over every rank, which then sums these parts too.
+  LogicalResult partition(MoeOp moe) {
+    if (failed(partitionExperts(
+            moe, moe.getGateMutable(), moe.getUpMutable(), moe.getDownMutable(),
+            moe.getGateScalesMutable(), moe.getUpScalesMutable(),
+            moe.getDownScalesMutable(), moe.getBlock())))
+      return failure();
+    if (moe.getSharedGate() &&
+        failed(partitionExperts(
+            moe, moe.getSharedGateMutable()[0], moe.getSharedUpMutable()[0],
+            moe.getSharedDownMutable()[0], moe.getSharedGateScalesMutable(),
+            moe.getSharedUpScalesMutable(), moe.getSharedDownScalesMutable(),
+            moe.getSharedBlock())))
+      return failure();
+    if (moe->hasOneUse() && isa<AllReduceOp>(*moe->user_begin()))
+      return success();
+    return sum(moe.getResult());
+  }
+
+private:
+  /// The single use of `attention`'s result: a kiln.reshape to [T, heads *
+  /// dv], then o_proj over this rank's columns [first, first + count); its
+  /// partial result summed over the group.
+  LogicalResult project(Operation *attention, int64_t first, int64_t count) {
+    auto flat = attention->hasOneUse()
+                    ? dyn_cast<ReshapeOp>(*attention->user_begin())
+                    : ReshapeOp();
+    Operation *o = flat && flat->hasOneUse() ? *flat->user_begin() : nullptr;
+    if (!o || !projectionOf(o->getResult(0)) || o->getOperand(0) != flat)
+      return attention->emitOpError()
+             << "kiln-partition-tensor: the result does not feed o_proj "
+                "through one kiln.reshape";
+    flat.getResult().setType(withDim(flat.getType(), 1, count));
+    if (failed(slice(o, weightOf(o), 1, first, count)))
+      return failure();
+    return sum(o->getResult(0));
+  }
+
+  /// Walks back from `v` (used by `user` alone) through per-head ops
+  /// (kiln.rope, a kiln.rms_norm over the head dim, kiln.reshape, a bias
+  /// kiln.add) to the projection that makes it; keeps this rank's share of
+  /// the projection's rows and of the bias, and narrows dim 1 (heads, or
+  /// heads x head dim) of every value on the way.
+  LogicalResult splitHeads(Operation *user, Value v) {
+    SmallVector<Value> chain;
+    AddOp bias; // x + b, b a vector weight
+    while (true) {
+      if (!v.hasOneUse())
+        return user->emitOpError()
+               << "kiln-partition-tensor: a value on the way to the "
+                  "projection has other uses";
+      chain.push_back(v);
+      Operation *op = v.getDefiningOp();
+      if (projectionOf(v))
+        break;
+      if (auto r = dyn_cast_or_null<RopeOp>(op)) {
+        v = r.getInput();
+      } else if (auto r = dyn_cast_or_null<ReshapeOp>(op)) {
+        v = r.getInput();
+      } else if (auto n = dyn_cast_or_null<RmsNormOp>(op);
+                 n && cast<RankedTensorType>(n.getType()).getRank() == 3) {
+        v = n.getInput();
+      } else if (auto a = dyn_cast_or_null<AddOp>(op); a && !bias) {
+        auto w = a.getRhs().getDefiningOp<WeightOp>();
+        if (!w || w.getType().getRank() != 1)
+          return user->emitOpError()
+                 << "kiln-partition-tensor: an add on the way to the "
+                    "projection is not a bias";
+        bias = a;
+        v = a.getLhs();
+      } else {
+        return user->emitOpError()
+               << "kiln-partition-tensor: the value is not made by a "
+                  "projection through kiln.rope, a per-head kiln.rms_norm, "
+                  "kiln.reshape or a bias kiln.add";
+      }
+    }
+    Operation *p = v.getDefiningOp();
+    int64_t rows = cast<RankedTensorType>(v.getType()).getDimSize(1);
+    int64_t local = rows / ranks_, first = rank_ * local;
+    if (failed(slice(p, weightOf(p), 0, first, local)))
+      return failure();
+    if (bias && failed(slice(bias, {&bias.getRhsMutable(), nullptr, {}}, 0,
+                             first, local)))
+      return failure();
+    for (Value c : chain) {
+      auto type = cast<RankedTensorType>(c.getType());
+      c.setType(withDim(type, 1, type.getDimSize(1) / ranks_));
+    }
+    return success();
+  }
+
+  /// `w` cut to [first, first + count) along `dim` (matrix axis `axis`).
+  Value sliced(WeightOp w, size_t dim, int64_t axis, int64_t first,
+               int64_t count) {
+    OpBuilder b(w);
+    return WeightOp::create(b, w.getLoc(), withDim(w.getType(), dim, count),
+                            w.getName(), w.getEncoding(),
+                            w.getSourceScaleAttr(), w.getFirstExpertAttr(),
+                            b.getDenseI64ArrayAttr({axis, first}))
+        .getResult();
+  }
+
+  LogicalResult partitionExperts(MoeOp moe, OpOperand &gate, OpOperand &up,
+                                 OpOperand &down, MutableOperandRange gateS,
+                                 MutableOperandRange upS,
+                                 MutableOperandRange downS,
+                                 std::optional<ArrayRef<int64_t>> block) {
+    auto type = cast<RankedTensorType>(gate.get().getType());
+    int64_t inter = type.getDimSize(type.getRank() - 2);
+    if (inter % ranks_ != 0)
+      return moe.emitOpError()
+             << "kiln-partition-tensor: " << inter
+             << " expert intermediate columns do not split evenly over "
+             << ranks_ << " ranks";
+    int64_t local = inter / ranks_, first = rank_ * local;
+    auto ref = [&](OpOperand &v, MutableOperandRange s) {
+      WeightRef r{&v, nullptr, {}};
+      if (s.size() == 1) {
+        r.scales = &s[0];
+        r.block = *block;
+      }
+      return r;
+    };
+    if (failed(slice(moe, ref(gate, gateS), 0, first, local)) ||
+        failed(slice(moe, ref(up, upS), 0, first, local)) ||
+        failed(slice(moe, ref(down, downS), 1, first, local)))
+      return failure();
+    return success();
+  }
+
+  /// Replaces the uses of `partial` with its sum over the group.
+  LogicalResult sum(Value partial) {
+    OpBuilder b(partial.getContext());
+    b.setInsertionPointAfterValue(partial);
+    auto total = AllReduceOp::create(b, partial.getLoc(), partial,
+                                     b.getI64IntegerAttr(ranks_));
+    partial.replaceAllUsesExcept(total.getResult(), total);
+    return success();
+  }
+
+  int64_t ranks_, rank_;
+  llvm::SmallPtrSet<Operation *, 8> narrowed_; // caches made narrower
+};
+
+struct PartitionTensorPass
+    : kiln::impl::KilnPartitionTensorPassBase<PartitionTensorPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (ranks < 1 || rank < 0 || rank >= ranks) {
+      module.emitError() << "kiln-partition-tensor: rank " << int64_t(rank)
+                         << " of " << int64_t(ranks)
+                         << " ranks, expected 0 <= rank < ranks";
+      return signalPassFailure();
+    }
+    if (ranks == 1)
+      return;
+    Partitioner p(ranks, rank);
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<GqaAttentionOp, MlaAttentionOp, MulOp, MoeOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      LogicalResult done = success();
+      if (auto g = dyn_cast<GqaAttentionOp>(op))
+        done = p.partition(g, module);
+      else if (auto a = dyn_cast<MlaAttentionOp>(op))
+        done = p.partition(a);
+      else if (auto m = dyn_cast<MulOp>(op))
+        done = p.partition(m);
+      else
+        done = p.partition(cast<MoeOp>(op));
+      if (failed(done))
+        return signalPassFailure();
+    }
+    // The whole weights nothing reads any more.
+    SmallVector<WeightOp> dead;
+    module.walk([&](WeightOp w) {
+      if (w->use_empty())
+        dead.push_back(w);
+    });
+    for (WeightOp w : dead)
+      w.erase();
+  }
+};
+
+} // namespace
