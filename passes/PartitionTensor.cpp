@@ -72,6 +72,7 @@ public:
     size_t dim = size_t(rank == 1 ? 0 : rank - 2 + axis);
     int64_t full = values.getType().getDimSize(int64_t(dim));
     if (!ref.scales) {
+      replaced_.insert(values);
       ref.values->assign(sliced(values, dim, axis, first, count));
       return success();
     }
@@ -90,6 +91,8 @@ public:
     Value v = sliced(values, dim, axis, first, count);
     Value s =
         sliced(scales, dim, axis, first / block, (count + block - 1) / block);
+    replaced_.insert(values);
+    replaced_.insert(scales);
     ref.values->assign(v);
     ref.scales->assign(s);
     return success();
@@ -367,8 +370,20 @@ private:
     return success();
   }
 
+public:
+  /// Erases the whole weights this pass cut and nothing reads any more
+  /// (weights unused before the pass are left as they were).
+  void eraseReplaced() {
+    for (Operation *w : replaced_)
+      if (w->use_empty())
+        w->erase();
+    replaced_.clear();
+  }
+
+private:
   int64_t ranks_, rank_;
-  llvm::SmallPtrSet<Operation *, 8> narrowed_; // caches made narrower
+  llvm::SmallPtrSet<Operation *, 16> replaced_; // weights cut by slice()
+  llvm::SmallPtrSet<Operation *, 8> narrowed_;  // caches made narrower
 };
 
 struct PartitionTensorPass
@@ -403,14 +418,7 @@ struct PartitionTensorPass
       if (failed(done))
         return signalPassFailure();
     }
-    // The whole weights nothing reads any more.
-    SmallVector<WeightOp> dead;
-    module.walk([&](WeightOp w) {
-      if (w->use_empty())
-        dead.push_back(w);
-    });
-    for (WeightOp w : dead)
-      w.erase();
+    p.eraseReplaced();
   }
 };
 

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=2 rank=1" -verify-diagnostics
+// RUN: kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=2 rank=1" -verify-diagnostics | FileCheck %s
 // RUN: not kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=2 rank=2" 2>&1 | FileCheck %s --check-prefix=RANK
 // RANK: kiln-partition-tensor: rank 2 of 2 ranks, expected 0 <= rank < ranks
 
@@ -119,3 +119,56 @@ func.func @gqa_q_not_projected(%q: tensor<?x8x64xf32>, %seq: tensor<?xi32>, %pos
 }
 kiln.kv_cache @k width 128 : f32
 kiln.kv_cache @v width 128 : f32
+
+// -----
+
+func.func @q_pe_elsewhere(%x: tensor<?x16xf32>, %qp: tensor<?x4x4xf32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x4x8xf32> {
+  %qbw = kiln.weight "qb" : tensor<48x16xbf16>
+  %q = kiln.matmul %x, %qbw : tensor<?x16xf32>, tensor<48x16xbf16> -> tensor<?x48xf32>
+  %q3 = kiln.reshape %q : tensor<?x48xf32> -> tensor<?x4x12xf32>
+  %qs:2 = kiln.split %q3 axis 2 : tensor<?x4x12xf32> -> tensor<?x4x8xf32>, tensor<?x4x4xf32>
+  %kvb = kiln.weight "kvb" : tensor<64x16xbf16>
+  // expected-error @below {{q_pe does not come from the same kiln.split as q_nope (through kiln.rope ops only)}}
+  %a = kiln.mla_attention %qs#0, %qp, %kvb, @latent [%seq, %pos] scale 0.25 : tensor<?x4x8xf32>, tensor<?x4x4xf32>, tensor<64x16xbf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x8xf32>
+  return %a : tensor<?x4x8xf32>
+}
+kiln.kv_cache @latent width 20 : f32
+
+// -----
+
+// An add of a full activation on the q path is not a bias.
+func.func @gqa_not_bias(%x: tensor<?x32xf32>, %r: tensor<?x32xf32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x4x8xf32> {
+  %qw = kiln.weight "q" : tensor<32x32xbf16>
+  %q0 = kiln.matmul %x, %qw : tensor<?x32xf32>, tensor<32x32xbf16> -> tensor<?x32xf32>
+  %q1 = kiln.add %q0, %r : tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
+  %q2 = kiln.reshape %q1 : tensor<?x32xf32> -> tensor<?x4x8xf32>
+  // expected-error @below {{kiln-partition-tensor: an add on the way to the projection is not a bias}}
+  %a = kiln.gqa_attention %q2, @k, @v[%seq, %pos] scale 0.35 : tensor<?x4x8xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x8xf32>
+  return %a : tensor<?x4x8xf32>
+}
+kiln.kv_cache @k width 16 : f32
+kiln.kv_cache @v width 16 : f32
+
+// -----
+
+// The q projection's result feeds something else too.
+func.func @gqa_shared_q(%x: tensor<?x32xf32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>) -> (tensor<?x4x8xf32>, tensor<?x32xf32>) {
+  %qw = kiln.weight "q" : tensor<32x32xbf16>
+  %q0 = kiln.matmul %x, %qw : tensor<?x32xf32>, tensor<32x32xbf16> -> tensor<?x32xf32>
+  %q2 = kiln.reshape %q0 : tensor<?x32xf32> -> tensor<?x4x8xf32>
+  // expected-error @below {{kiln-partition-tensor: a value on the way to the projection has other uses}}
+  %a = kiln.gqa_attention %q2, @k, @v[%seq, %pos] scale 0.35 : tensor<?x4x8xf32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x4x8xf32>
+  return %a, %q0 : tensor<?x4x8xf32>, tensor<?x32xf32>
+}
+kiln.kv_cache @k width 16 : f32
+kiln.kv_cache @v width 16 : f32
+
+// -----
+
+// A weight unused before the pass is not the pass's to remove.
+// CHECK-LABEL: func.func @unused_weight
+// CHECK: kiln.weight "spare" : tensor<8x8xbf16>
+func.func @unused_weight() {
+  %w = kiln.weight "spare" : tensor<8x8xbf16>
+  return
+}

@@ -261,6 +261,20 @@ TEST_F(WeightStreamerTest, SlicesRowsAndColumnsOfEveryKind) {
                 "its rows [3, 5) this rank holds are past its end"),
             std::string::npos)
       << past.status().message();
+
+  // A column slice of MXFP4 that does not start on a 32-column scale block
+  // (a fresh writer: a failed stream leaves its segment open).
+  std::vector<WeightSpec> off(1, specs[2]);
+  off[0].sliceFirst = 16;
+  auto other = artifact::ArtifactWriter::create(path_ + ".2");
+  ASSERT_TRUE(other.isOk()) << other.status().message();
+  auto unaligned = streamWeights(off, src, **other, nullptr);
+  ASSERT_FALSE(unaligned.isOk());
+  EXPECT_NE(unaligned.status().message().find(
+                "tensor 'mx_scale': a slice from 16 does not start on one of "
+                "its blocks of 32"),
+            std::string::npos)
+      << unaligned.status().message();
 }
 
 TEST_F(WeightStreamerTest, MissingTensorNamesItAndTheSource) {
