@@ -368,6 +368,11 @@ LogicalResult PlanLowering::lower(Operation *op) {
       rows = rowsOf_.lookup(v);
       break;
     }
+  // The row exchanges of data-parallel attention change the row kind.
+  if (isa<AllGatherRowsOp>(op))
+    rows = Rows::gathered;
+  else if (isa<ReduceScatterRowsOp>(op))
+    rows = Rows::tokens;
   const Arg none;
   auto unary = [&](Kernel k, Value in, Value res,
                    const abi::Params &params = {}) -> LogicalResult {

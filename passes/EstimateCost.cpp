@@ -20,7 +20,8 @@
 //  * indexer_top_k: B x L cached keys; 2 B L heads dim FLOPs (vector);
 //  * gqa_attention: B x L rows of K and V;
 //  * kv_append: writes B cache rows;
-//  * all_reduce: its buffers only (the link between GPUs is not modelled).
+//  * all_reduce, all_gather_rows, reduce_scatter_rows: their buffers only
+//    (the link between GPUs is not modelled; gathered rows count as B).
 //
 //===----------------------------------------------------------------------===//
 

@@ -4,7 +4,8 @@
 // expert stack operand (values, and scales when block-scaled) is a
 // kiln.weight of E experts; it is replaced by one of E / ranks experts
 // starting at this rank's first, the shared expert is dropped on ranks
-// other than 0, and a kiln.all_reduce sums the ranks' results.
+// other than 0, and a kiln.all_reduce sums the ranks' results (with
+// dp-attention: kiln.all_gather_rows before, kiln.reduce_scatter_rows after).
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +102,11 @@ struct PartitionExpertsPass
     bool shared = rank == 0 && moe.getSharedGate();
     Value none;
     b.setInsertionPoint(moe);
+    Value input = moe.getInput();
+    if (dpAttention)
+      input = AllGatherRowsOp::create(b, moe.getLoc(), input.getType(), input);
     auto part = MoeOp::create(
-        b, moe.getLoc(), moe.getType(), moe.getInput(), moe.getRouter(),
+        b, moe.getLoc(), moe.getType(), input, moe.getRouter(),
         moe.getRouterBias(), local[0], local[1], local[2],
         scaled ? local[3] : none, scaled ? local[4] : none,
         scaled ? local[5] : none, shared ? moe.getSharedGate() : none,
@@ -115,8 +119,12 @@ struct PartitionExpertsPass
         moe.getBlockSizeAttr(), moe.getBlockAttr(),
         shared ? moe.getSharedBlockAttr() : DenseI64ArrayAttr(),
         b.getI64IntegerAttr(first));
-    auto sum = AllReduceOp::create(b, moe.getLoc(), part.getResult());
-    moe.getResult().replaceAllUsesWith(sum.getResult());
+    Value sum =
+        dpAttention
+            ? ReduceScatterRowsOp::create(b, moe.getLoc(), moe.getType(), part)
+                  .getResult()
+            : AllReduceOp::create(b, moe.getLoc(), part).getResult();
+    moe.getResult().replaceAllUsesWith(sum);
     moe.erase();
     // Whole stacks, and shared weights this rank drops, nothing reads any
     // more.

@@ -137,10 +137,24 @@ def KilnPartitionExpertsPass
     %p = kiln.moe %x router %r bias %b experts %g, %u, %d ... local_experts_from 8 : ... -> tensor<?x256xf32>
     %y = kiln.all_reduce %p : tensor<?x256xf32>
     ```
+
+    With `dp-attention` (`kiln-compile --ep N --dp-attention`) the ranks
+    run different tokens: attention, the dense layers, the embedding and
+    the head run each rank's own requests, so each `kiln.moe` first gathers
+    every rank's rows and afterwards keeps only its own rows of the sum:
+    ```mlir
+    %a = kiln.all_gather_rows %x : tensor<?x256xf32> -> tensor<?x256xf32>
+    %p = kiln.moe %a router %r bias %b experts %g, %u, %d ... local_experts_from 8 : ... -> tensor<?x256xf32>
+    %y = kiln.reduce_scatter_rows %p : tensor<?x256xf32> -> tensor<?x256xf32>
+    ```
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", "1", "Expert-parallel ranks">,
     Option<"rank", "rank", "int64_t", "0", "This rank, 0 .. ranks-1">,
+    Option<"dpAttention", "dp-attention", "bool", "false",
+           "Each rank runs its own tokens outside the MoE (data-parallel "
+           "attention): gather every rank's rows before each kiln.moe, keep "
+           "this rank's rows of the sum after it">,
   ];
 }
 

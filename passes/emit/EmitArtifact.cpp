@@ -73,6 +73,7 @@ buildConfig(flatbuffers::FlatBufferBuilder &fbb, const ModelFacts &model,
   b.add_ranks(options.ranks);
   b.add_rank(options.rank);
   b.add_tensor_parallel(options.tensorParallel);
+  b.add_attention_data_parallel(options.attentionDataParallel);
   return b.Finish();
 }
 

@@ -38,6 +38,8 @@ struct CompileOptions {
   int ranks = 1;
   int rank = 0;
   int tensorParallel = 1;
+  /// kiln-compile --dp-attention (ModelConfig.attention_data_parallel).
+  bool attentionDataParallel = false;
 };
 
 /// Lowers the fused module to execution plans, streams the weights from

@@ -6,6 +6,7 @@
 #include "runtime/artifact/TokenizerTable.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -54,6 +55,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   info.padId = config.pad_token_id();
   info.mtpLayers = config.mtp_layers();
   info.defaultSpecK = config.default_spec_k();
+  info.attentionDataParallel = config.attention_data_parallel();
   // Expert-parallel artifacts run only beside their other ranks.
   const int worldSize = options.comm ? options.comm->size() : 1;
   const int worldRank = options.comm ? options.comm->rank() : 0;
@@ -134,6 +136,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   ctx.profile = &model->profile_;
   ctx.maxPositions = info.maxPositions;
   ctx.comm = options.comm;
+  ctx.rankTokens = &model->rankTokens_;
   model->comm_ = options.comm;
   uint32_t nPlans = meta.plans() ? meta.plans()->size() : 0;
   for (uint32_t i = 0; i < nPlans; ++i) {
@@ -177,7 +180,59 @@ Result<PlanOutputs> Model::run(std::string_view name,
   }
   if (device_)
     return device_->run(plan->plan(), inputs);
-  return plan->run(inputs);
+  if (!meets())
+    return plan->run(inputs);
+  int mine = 0;
+  while (plans_[size_t(mine)].get() != plan)
+    ++mine;
+  for (;;) {
+    KILN_ASSIGN_OR_RETURN(int now, meet(mine, inputs.tokens));
+    if (now == mine)
+      return plan->run(inputs);
+    KILN_RETURN_IF_ERROR(plans_[size_t(now)]->runIdle());
+    ++idlePlanCalls_;
+  }
+}
+
+Status Model::idle() {
+  if (!meets())
+    return Status::ok();
+  for (;;) {
+    KILN_ASSIGN_OR_RETURN(int now, meet(-1, 0));
+    if (now < 0)
+      return Status::ok();
+    KILN_RETURN_IF_ERROR(plans_[size_t(now)]->runIdle());
+    ++idlePlanCalls_;
+  }
+}
+
+bool Model::meets() const {
+  return info_.attentionDataParallel && comm_ && comm_->size() > 1;
+}
+
+Result<int> Model::meet(int plan, int64_t tokens) {
+  const size_t n = size_t(comm_->size());
+  std::array<int64_t, 2> mine = {plan, tokens};
+  std::vector<int64_t> all(2 * n);
+  Status st = comm_->allGather(mine, all);
+  if (!st.isOk())
+    return makeError(
+        StatusCode::Unavailable,
+        "data-parallel ranks meeting before a plan call: ", st.message());
+  int now = -1;
+  for (size_t r = 0; r < n; ++r) {
+    int64_t wish = all[2 * r];
+    if (wish < -1 || wish >= int64_t(plans_.size()))
+      return makeError(StatusCode::Internal, "rank ", r, " asks for plan ",
+                       wish, " of ", plans_.size());
+    if (wish >= 0 && (now < 0 || wish < now))
+      now = int(wish);
+  }
+  rankTokens_.assign(n, 0);
+  for (size_t r = 0; r < n; ++r)
+    if (all[2 * r] == now)
+      rankTokens_[r] = all[2 * r + 1];
+  return now;
 }
 
 Status Model::attachDevice(std::unique_ptr<PlanDevice> device) {

@@ -69,6 +69,8 @@ struct ModelInfo {
   int32_t padId = -1;
   int32_t mtpLayers = 0;
   int32_t defaultSpecK = 0;
+  /// kiln-compile --dp-attention: each rank runs its own requests.
+  bool attentionDataParallel = false;
 };
 
 /// Plan names the compiler emits.
@@ -118,7 +120,22 @@ public:
     return findPlan(name);
   }
   /// Runs plan `name`; outputs stay valid until that plan runs again.
+  ///
+  /// Data-parallel attention (ModelInfo::attentionDataParallel, several
+  /// ranks): each rank calls run() for its own requests, and the ranks
+  /// meet before every plan call (one small all-gather of each rank's plan
+  /// and token count): the plan with the lowest index any rank asks for
+  /// runs on every rank, the ranks that asked for another one joining it
+  /// with no tokens, and they meet again until this rank's own plan has
+  /// run. So every rank runs the same plans in the same order, and their
+  /// collectives match.
   Result<PlanOutputs> run(std::string_view name, const PlanInputs &inputs);
+  /// Data-parallel attention: joins the other ranks' plan calls with no
+  /// tokens until every rank has called idle() (the end of this rank's
+  /// work). Returns at once on other artifacts.
+  Status idle();
+  /// Data-parallel attention: plan calls this rank joined with no tokens.
+  int64_t idlePlanCalls() const { return idlePlanCalls_; }
 
   /// From now on plans, caches and sequence lengths live on `device`
   /// (PlanDevice.h). Only before any sequence holds rows.
@@ -161,6 +178,11 @@ public:
 private:
   Model() = default;
   PlanRunner *findPlan(std::string_view name) const;
+  bool meets() const;
+  /// One meeting of the data-parallel ranks: every rank's wish (a plan
+  /// index, -1: idle) and token count; fills rankTokens_ and returns the
+  /// plan every rank runs now (-1: every rank is idle).
+  Result<int> meet(int plan, int64_t tokens);
 
   std::unique_ptr<artifact::Artifact> artifact_;
   ModelInfo info_;
@@ -177,6 +199,9 @@ private:
   std::vector<bool> sequenceUsed_;
   std::unique_ptr<PlanDevice> device_;
   comm::Communicator *comm_ = nullptr;
+  /// Each rank's tokens in the plan call being run (ExecContext::rankTokens).
+  std::vector<int64_t> rankTokens_;
+  int64_t idlePlanCalls_ = 0;
 };
 
 /// One sequence of a Model for the Session's lifetime (closed, with its

@@ -55,21 +55,35 @@ int64_t PlanRunner::rowCount(uint32_t buffer) const {
     return selected_;
   case fb::Rows::One:
     return 1;
+  case fb::Rows::Gathered:
+    return gathered_;
   }
   return 0;
 }
 
-Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
-  if (storage_ && tokens <= capTokens_ && selected <= capSelected_)
+int64_t PlanRunner::gatheredTokens(int64_t tokens) const {
+  if (!ctx_.rankTokens || ctx_.rankTokens->empty())
+    return tokens;
+  int64_t sum = 0;
+  for (int64_t t : *ctx_.rankTokens)
+    sum += t;
+  return sum;
+}
+
+Status PlanRunner::reserve(int64_t tokens, int64_t selected, int64_t gathered) {
+  if (storage_ && tokens <= capTokens_ && selected <= capSelected_ &&
+      gathered <= capGathered_)
     return Status::ok();
   int64_t capT = std::max(tokens, capTokens_);
   int64_t capR = std::max({selected, capSelected_, int64_t(1)});
+  int64_t capG = std::max(gathered, capGathered_);
   std::vector<size_t> offsets(plan_->buffers().size());
   size_t total = 0;
   for (size_t i = 0; i < plan_->buffers().size(); ++i) {
     const BufferInfo &b = plan_->buffers()[i];
     int64_t rows = b.rows == fb::Rows::Tokens     ? capT
                    : b.rows == fb::Rows::Selected ? capR
+                   : b.rows == fb::Rows::Gathered ? capG
                                                   : 1;
     offsets[i] = total;
     total += alignUp(size_t(rows) * size_t(b.rowElems) * 4);
@@ -87,6 +101,7 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected) {
     data_[i] = raw + offsets[i];
   capTokens_ = capT;
   capSelected_ = capR;
+  capGathered_ = capG;
   ++allocations_;
   return Status::ok();
 }
@@ -102,9 +117,11 @@ Status PlanRunner::checkInputs(const PlanInputs &in) const {
 
 Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
   KILN_RETURN_IF_ERROR(checkInputs(in));
-  KILN_RETURN_IF_ERROR(reserve(in.tokens, in.logitCount));
+  int64_t gathered = gatheredTokens(in.tokens);
+  KILN_RETURN_IF_ERROR(reserve(in.tokens, in.logitCount, gathered));
   tokens_ = in.tokens;
   selected_ = in.logitCount;
+  gathered_ = gathered;
   std::memcpy(data_[plan_->tokenIdsBuffer()], in.tokenIds,
               size_t(in.tokens) * 4);
   std::memcpy(data_[plan_->seqIdsBuffer()], in.seqIds, size_t(in.tokens) * 4);
@@ -119,9 +136,34 @@ Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
                     size_t(plan_->buffers()[plan_->hiddenInBuffer()].rowElems) *
                     4);
 
+  KILN_RETURN_IF_ERROR(runSteps(&in));
+
+  PlanOutputs out;
+  out.logits = f32(plan_->logitsBuffer());
+  out.logitRows = selected_;
+  out.vocab = plan_->buffers()[plan_->logitsBuffer()].rowElems;
+  if (plan_->hiddenOutBuffer() >= 0) {
+    out.hidden = f32(uint32_t(plan_->hiddenOutBuffer()));
+    out.hiddenRows = tokens_;
+    out.hiddenSize = plan_->buffers()[plan_->hiddenOutBuffer()].rowElems;
+  }
+  return out;
+}
+
+Status PlanRunner::runIdle() {
+  int64_t gathered = gatheredTokens(0);
+  KILN_RETURN_IF_ERROR(reserve(0, 0, gathered));
+  tokens_ = 0;
+  selected_ = 0;
+  gathered_ = gathered;
+  return runSteps(nullptr);
+}
+
+Status PlanRunner::runSteps(const PlanInputs *inputs) {
   // Lengths to roll back to if a dispatch fails half way.
   std::vector<std::pair<int32_t, std::vector<int64_t>>> before;
-  if (!plan_->appendedCaches().empty()) {
+  if (inputs && !plan_->appendedCaches().empty()) {
+    const PlanInputs &in = *inputs;
     for (int64_t t = 0; t < in.tokens; ++t) {
       int32_t seq = in.seqIds[t];
       bool seen = false;
@@ -155,17 +197,7 @@ Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
       return s;
     }
   }
-
-  PlanOutputs out;
-  out.logits = f32(plan_->logitsBuffer());
-  out.logitRows = selected_;
-  out.vocab = plan_->buffers()[plan_->logitsBuffer()].rowElems;
-  if (plan_->hiddenOutBuffer() >= 0) {
-    out.hidden = f32(uint32_t(plan_->hiddenOutBuffer()));
-    out.hiddenRows = tokens_;
-    out.hiddenSize = plan_->buffers()[plan_->hiddenOutBuffer()].rowElems;
-  }
-  return out;
+  return Status::ok();
 }
 
 const float *PlanRunner::vectorOperand(const fb::Arg &arg) const {
@@ -466,10 +498,88 @@ Status PlanRunner::execute(const Step &s) {
       return fail(StatusCode::Unavailable, sum.message());
     return Status::ok();
   }
+  case Kernel::AllGatherRows:
+    return allGatherRows(s);
+  case Kernel::ReduceScatterRows:
+    return reduceScatterRows(s);
   case Kernel::Count:
     break;
   }
   return fail(StatusCode::Internal, "kernel not handled");
+}
+
+namespace {
+
+/// Row offsets of each rank's rows among the gathered ones, and their sum.
+comm::Counts rowOffsets(const std::vector<int64_t> &rankTokens) {
+  comm::Counts offsets(rankTokens.size() + 1, 0);
+  for (size_t r = 0; r < rankTokens.size(); ++r)
+    offsets[r + 1] = offsets[r] + size_t(rankTokens[r]);
+  return offsets;
+}
+
+} // namespace
+
+Status PlanRunner::allGatherRows(const Step &s) {
+  uint32_t in = s.args[0].index(), out = s.args[1].index();
+  size_t width = size_t(plan_->buffers()[in].rowElems);
+  size_t mine = size_t(rowCount(in)) * width;
+  const std::vector<int64_t> *ranks = ctx_.rankTokens;
+  // One rank (or ranks that run the same tokens): the rows are this rank's.
+  if (!ctx_.comm || ctx_.comm->size() == 1 || !ranks || ranks->empty()) {
+    std::memcpy(f32(out), f32(in), mine * sizeof(float));
+    return Status::ok();
+  }
+  comm::Counts counts(ranks->size());
+  for (size_t r = 0; r < ranks->size(); ++r)
+    counts[r] = size_t((*ranks)[r]) * width;
+  Status st = ctx_.comm->allGatherV(
+      comm::Span<const float>(f32(in), mine),
+      comm::Span<float>(f32(out), size_t(gathered_) * width), counts);
+  if (!st.isOk())
+    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
+                     "' dispatches[", s.dispatch,
+                     "] all_gather_rows: ", st.message());
+  return Status::ok();
+}
+
+Status PlanRunner::reduceScatterRows(const Step &s) {
+  uint32_t in = s.args[0].index(), out = s.args[1].index();
+  size_t width = size_t(plan_->buffers()[in].rowElems);
+  size_t mine = size_t(tokens_) * width;
+  const std::vector<int64_t> *ranks = ctx_.rankTokens;
+  if (!ctx_.comm || ctx_.comm->size() == 1 || !ranks || ranks->empty()) {
+    std::memcpy(f32(out), f32(in), mine * sizeof(float));
+    return Status::ok();
+  }
+  // Every rank sends each peer that peer's rows of its partial result and
+  // receives its own rows from every peer; they are added in rank order,
+  // as allReduceSum adds, so the bits do not depend on timing.
+  const size_t n = ranks->size();
+  comm::Counts offsets = rowOffsets(*ranks);
+  comm::Counts sendCounts(n), sendDispls(n), recvCounts(n), recvDispls(n);
+  for (size_t p = 0; p < n; ++p) {
+    sendCounts[p] = size_t((*ranks)[p]) * width;
+    sendDispls[p] = offsets[p] * width;
+    recvCounts[p] = mine;
+    recvDispls[p] = p * mine;
+  }
+  cpu::Arena::Scope scope(*ctx_.arena);
+  float *parts =
+      ctx_.arena->alloc<float>(int64_t(std::max<size_t>(n * mine, 1)));
+  Status st = ctx_.comm->allToAllV(
+      comm::Span<const float>(f32(in), size_t(gathered_) * width), sendCounts,
+      sendDispls, comm::Span<float>(parts, n * mine), recvCounts, recvDispls);
+  if (!st.isOk())
+    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
+                     "' dispatches[", s.dispatch,
+                     "] reduce_scatter_rows: ", st.message());
+  float *sum = f32(out);
+  std::memcpy(sum, parts, mine * sizeof(float));
+  for (size_t p = 1; p < n; ++p)
+    for (size_t i = 0; i < mine; ++i)
+      sum[i] += parts[p * mine + i];
+  return Status::ok();
 }
 
 } // namespace kiln::engine

@@ -54,6 +54,10 @@ struct ExecContext {
   StepProfile *profile = nullptr;
   /// The ranks collectives run over; null: one rank.
   comm::Communicator *comm = nullptr;
+  /// Data-parallel attention: every rank's T in the call being run, in
+  /// rank order (Model::run fills it before each call); null or empty:
+  /// the Gathered rows are this rank's own.
+  const std::vector<int64_t> *rankTokens = nullptr;
 };
 
 /// Runs a ValidatedPlan on the CPU kernels.
@@ -71,6 +75,10 @@ public:
   /// Runs the plan once. On error the caches of the sequences involved are
   /// rolled back to their lengths before the call.
   Result<PlanOutputs> run(const PlanInputs &inputs);
+  /// Runs the plan with no tokens of this rank's own (data-parallel
+  /// attention, an idle rank): its collectives, and the MoE over the rows
+  /// the other ranks gathered, are all that do work.
+  Status runIdle();
 
   /// Times the buffers were (re)allocated, for tests.
   int64_t bufferAllocations() const { return allocations_; }
@@ -79,7 +87,13 @@ private:
   PlanRunner() = default;
 
   Status checkInputs(const PlanInputs &in) const;
-  Status reserve(int64_t tokens, int64_t selected);
+  Status reserve(int64_t tokens, int64_t selected, int64_t gathered);
+  /// The rows of every data-parallel rank in this call (this rank's T when
+  /// there is one rank).
+  int64_t gatheredTokens(int64_t tokens) const;
+  Status runSteps(const PlanInputs *in);
+  Status allGatherRows(const Step &step);
+  Status reduceScatterRows(const Step &step);
   int64_t rowCount(uint32_t buffer) const;
   float *f32(uint32_t buffer) const {
     return reinterpret_cast<float *>(data_[buffer]);
@@ -95,8 +109,8 @@ private:
   ExecContext ctx_;
 
   // Execution state.
-  int64_t tokens_ = 0, selected_ = 0;       // this call's T and R
-  int64_t capTokens_ = 0, capSelected_ = 0; // rows allocated
+  int64_t tokens_ = 0, selected_ = 0, gathered_ = 0; // this call's rows
+  int64_t capTokens_ = 0, capSelected_ = 0, capGathered_ = 0; // allocated
   struct AlignedFree {
     void operator()(uint8_t *p) const;
   };

@@ -28,15 +28,7 @@ using abi::Kernel;
 namespace {
 
 const char *rowsName(fb::Rows rows) {
-  switch (rows) {
-  case fb::Rows::Tokens:
-    return "Tokens";
-  case fb::Rows::Selected:
-    return "Selected";
-  case fb::Rows::One:
-    return "One";
-  }
-  return "?";
+  return abi::rowsKindName(abi::RowsKind(rows));
 }
 
 std::string shapeString(const BufferInfo &b) {

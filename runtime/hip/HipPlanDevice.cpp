@@ -39,6 +39,11 @@ HipPlanDevice::create(engine::Model &model, const HipPlanOptions &options) {
     for (const fb::CodeObject *o : *meta.code_objects())
       anyGpu = anyGpu || isGpuTarget(*o);
   // Say what is wrong with the artifact before looking for a GPU.
+  if (meta.config()->attention_data_parallel())
+    return makeError(StatusCode::FailedPrecondition, model.artifact().path(),
+                     " was compiled with --dp-attention, which runs on CPU "
+                     "ranks only so far: compile it without --dp-attention "
+                     "for the GPU");
   if (!anyGpu)
     return makeError(StatusCode::FailedPrecondition, model.artifact().path(),
                      " has no GPU code object: compile it with kiln-compile "
@@ -251,7 +256,8 @@ Status HipPlanDevice::reserve(const ValidatedPlan &plan, PlanState &state,
   }
   state.buffers.clear();
   for (const engine::BufferInfo &b : plan.buffers()) {
-    int64_t rows = b.rows == fb::Rows::Tokens     ? capT
+    int64_t rows = b.rows == fb::Rows::Tokens || b.rows == fb::Rows::Gathered
+                       ? capT
                    : b.rows == fb::Rows::Selected ? capR
                                                   : 1;
     KILN_ASSIGN_OR_RETURN(void *p, allocate(size_t(rows * b.rowElems) * 4));
@@ -364,6 +370,7 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
   auto rowsOfBuffer = [&](uint32_t b) -> int64_t {
     switch (buffers[b].rows) {
     case fb::Rows::Tokens:
+    case fb::Rows::Gathered: // one rank's: create() refuses --dp-attention
       return in.tokens;
     case fb::Rows::Selected:
       return in.logitCount;

@@ -237,9 +237,12 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
     budget = int64_t(double(avail) * options.kvMemoryFraction);
   }
   layout.pages = budget / layout.pageBytes;
-  if (comm::Communicator *comm = model.comm(); comm && comm->size() > 1) {
+  if (comm::Communicator *comm = model.comm();
+      comm && comm->size() > 1 && !model.info().attentionDataParallel) {
     // Every rank's engine schedules alike (RankSync.h), so their pools are
     // the same size: the smallest of the ranks' (available memory differs).
+    // Under data-parallel attention each rank schedules its own requests
+    // into its own pool.
     std::vector<int64_t> all(size_t(comm->size()));
     std::array<int64_t, 1> mine = {layout.pages};
     KILN_RETURN_IF_ERROR(comm->allGather(mine, all));

@@ -79,6 +79,9 @@ class SameWidth<string a, string b> : RowRule<"same_width", a, b>;
 class OnePerRow<string a> : RowRule<"one_per_row", a, a>;
 // Both of the above: `b` is a row-for-row image of `a`.
 class Like<string a, string b> : RowRule<"like", a, b>;
+// `a` has this rank's Tokens rows and `b` the Gathered rows of every
+// data-parallel rank, with the same number of values per row.
+class Gathers<string a, string b> : RowRule<"gathers", a, b>;
 
 // --- Kernels -----------------------------------------------------------------
 
@@ -226,4 +229,18 @@ def AllReduce : Kernel<"all_reduce", [Buf<"x">, Out<"out">],
   let op = "kiln.all_reduce";
   let summary = "out = the sum of x over the rank's group, added in rank "
                 "order (runtime/comm); a copy on one rank";
+}
+def AllGatherRows : Kernel<"all_gather_rows", [Buf<"x">, Out<"out">]> {
+  let rows = [Gathers<"x", "out">];
+  let inPlace = 0;
+  let op = "kiln.all_gather_rows";
+  let summary = "out = the rows of x of every data-parallel rank, in rank "
+                "order (runtime/comm); a copy on one rank";
+}
+def ReduceScatterRows : Kernel<"reduce_scatter_rows", [Buf<"x">, Out<"out">]> {
+  let rows = [Gathers<"out", "x">];
+  let inPlace = 0;
+  let op = "kiln.reduce_scatter_rows";
+  let summary = "out = this rank's rows of the sum of x over every rank, "
+                "added in rank order (runtime/comm); a copy on one rank";
 }

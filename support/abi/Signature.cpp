@@ -91,6 +91,8 @@ const char *rowsKindName(RowsKind rows) {
     return "Tokens";
   case RowsKind::Selected:
     return "Selected";
+  case RowsKind::Gathered:
+    return "Gathered";
   case RowsKind::One:
     break;
   }
@@ -194,6 +196,9 @@ std::string signatureError(Kernel kernel, const std::vector<ArgRef> &args,
           args[i].kind != RefKind::Buffer)
         continue;
       BufferFacts a = buffer(args[i].index);
+      if (rule.kind == RowRuleKind::Gathers && a.rows != RowsKind::Tokens)
+        return argLabel(kernel, i, n) + ": buffer '" + a.name + "' has " +
+               rowsKindName(a.rows) + " rows, expected Tokens";
       if (rule.kind == RowRuleKind::OnePerRow) {
         if (a.width != 1)
           return argLabel(kernel, i, n) + ": buffer '" + a.name + "' has " +
@@ -205,10 +210,17 @@ std::string signatureError(Kernel kernel, const std::vector<ArgRef> &args,
             args[j].kind != RefKind::Buffer)
           continue;
         BufferFacts b = buffer(args[j].index);
+        if (rule.kind == RowRuleKind::Gathers && b.rows != RowsKind::Gathered)
+          return argLabel(kernel, j, n) + ": buffer '" + b.name + "' has " +
+                 rowsKindName(b.rows) +
+                 " rows, expected Gathered (the rows "
+                 "of every rank of " +
+                 argLabel(kernel, i, n) + ")";
         bool rows = rule.kind == RowRuleKind::SameRows ||
                     rule.kind == RowRuleKind::Like;
         bool width = rule.kind == RowRuleKind::SameWidth ||
-                     rule.kind == RowRuleKind::Like;
+                     rule.kind == RowRuleKind::Like ||
+                     rule.kind == RowRuleKind::Gathers;
         if (rows && a.rows != b.rows)
           return argLabel(kernel, j, n) + ": buffer '" + b.name + "' has " +
                  rowsKindName(b.rows) + " rows but " + argLabel(kernel, i, n) +

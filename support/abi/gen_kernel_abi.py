@@ -18,7 +18,8 @@ CPP_TYPES = {"i64": "int64_t", "f32": "float", "bool": "bool"}
 FBS_TYPES = {"i64": "long", "f32": "float", "bool": "bool"}
 ARG_TYPES = {"any": "Any", "f32": "F32", "i32": "I32"}
 RULE_KINDS = {"same_rows": "SameRows", "same_width": "SameWidth",
-              "one_per_row": "OnePerRow", "like": "Like"}
+              "one_per_row": "OnePerRow", "like": "Like",
+              "gathers": "Gathers"}
 
 
 def fail(message):
@@ -196,7 +197,13 @@ struct ParamDecl {
   const char *doc;
 };
 /// A rule between two buffer arguments (declaration indices).
-enum class RowRuleKind : uint8_t { SameRows, SameWidth, OnePerRow, Like };
+enum class RowRuleKind : uint8_t {
+  SameRows,
+  SameWidth,
+  OnePerRow,
+  Like,
+  Gathers
+};
 struct RowRuleDecl {
   RowRuleKind kind;
   int8_t lhs, rhs;

@@ -2,9 +2,13 @@
 """Multi-rank runs of the fixture against its single-rank artifact.
 
 usage: check_ranks.py KILN_BIN FIXTURE_DIR WORK_DIR [--ep N ...] [--tp T,E ...]
+                      [--dp N ...]
 
 Compiles the fixture once as one artifact and, for each --ep N, with --ep N
-into N rank artifacts (for each --tp T,E: --tp T --ep E into T x E); then,
+into N rank artifacts (for each --tp T,E: --tp T --ep E into T x E; for
+each --dp N: --ep N --dp-attention, where one prompt is rank 0's alone and
+the others join its steps with no tokens, and a batch is split between the
+ranks); then,
 for every golden prompt whose greedy margin the
 fixture's fragility data marks safe (top-1/top-2 gap >= 1e-3), runs
 `mpirun -np N kiln-run` (spec 0 and the default spec) beside the
@@ -24,6 +28,7 @@ loopback only, as root where needed, with --oversubscribe.
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -43,13 +48,16 @@ ap.add_argument("work")
 ap.add_argument("--ep", type=int, action="append", default=[])
 ap.add_argument("--tp", action="append", default=[],
                 help="T,E: tensor parallel T beside expert parallel E")
+ap.add_argument("--dp", type=int, action="append", default=[],
+                help="N: --ep N --dp-attention (each rank its own requests)")
 ap.add_argument("--compile-args", default="",
                 help="more kiln-compile flags, for every artifact (the "
                 "golden-token check is then skipped)")
 args = ap.parse_args()
 eps = args.ep
-layouts = [(1, n) for n in eps] + \
-    [tuple(int(x) for x in t.split(",")) for t in args.tp]
+layouts = [(1, n, False) for n in eps] + \
+    [tuple(int(x) for x in t.split(",")) + (False,) for t in args.tp] + \
+    [(1, n, True) for n in args.dp]
 
 ENV = mpi_env(30)
 failures = 0
@@ -151,21 +159,24 @@ def weight_bytes(artifact):
     return parts
 
 
-def layout_name(tp, ep):
+def layout_name(tp, ep, dp):
+    if dp:
+        return f"dp-attention {ep}"
     return f"ep {ep}" if tp == 1 else f"tp {tp}" + ("" if ep == 1 else
                                                      f" ep {ep}")
 
 
-def layout_args(tp, ep):
-    return ["--ep", str(ep)] + (["--tp", str(tp)] if tp > 1 else [])
+def layout_args(tp, ep, dp):
+    return (["--ep", str(ep)] + (["--tp", str(tp)] if tp > 1 else []) +
+            (["--dp-attention"] if dp else []))
 
 
 whole = weight_bytes(single)
-for tp, ep in layouts:
-    n, name = tp * ep, layout_name(tp, ep)
+for tp, ep, dp in layouts:
+    n, name = tp * ep, layout_name(tp, ep, dp)
     base = os.path.join(args.work, name.replace(" ", "") + ".kiln")
     out = run([tool("kiln-compile"), args.fixture, "-o", base] +
-              layout_args(tp, ep) + EXTRA)
+              layout_args(tp, ep, dp) + EXTRA)
     if out.returncode != 0:
         report(False, f"{name}: compile: {out.stderr.strip()}")
         continue
@@ -193,31 +204,107 @@ for tp, ep in layouts:
 batch = os.path.join(args.work, "batch.jsonl")
 with open(batch, "w") as f:
     for i, p in enumerate(safe * 2):
+        # Lengths that differ between the requests data-parallel ranks
+        # take (i % 2), so one rank runs out of work before the other.
         f.write(json.dumps({"id": str(i), "prompt": p["text"],
-                            "max_tokens": 48, "ignore_eos": True}) + "\n")
+                            "max_tokens": 48 if i % 2 == 0 else 20,
+                            "ignore_eos": True}) + "\n")
 
 
-def batch_ids(launcher, artifact, out):
+def batch_ids(launcher, artifact, out, dp=False):
     r = run(launcher + [tool("kiln-run"), artifact, "--batch-file", batch,
                         "-o", out, "--threads", "1"])
     if r.returncode != 0:
         return None, r.stderr
+    if dp:
+        # Each rank ran its own requests and joined the others' calls.
+        shares = re.findall(r"rank (\d+) of \d+: (\d+) request\(s\) of its "
+                            r"own, (\d+) plan call\(s\) of other ranks", r.stderr)
+        report(len(shares) == 2 and all(int(s[1]) > 0 for s in shares) and
+               any(int(s[2]) > 0 for s in shares),
+               "data-parallel ranks (rank, own requests, idle plan calls): "
+               + str(sorted(shares)))
     return [json.loads(line)["ids"] for line in open(out)], ""
 
 
 one_ids, e1 = batch_ids([], single, os.path.join(args.work, "b1.jsonl"))
-batch_layouts = layouts[:1] + [t for t in layouts if t[0] > 1][:1]
-for tp, ep in dict.fromkeys(batch_layouts):
-    name = layout_name(tp, ep)
+# Under data-parallel attention each rank runs its own share of the
+# requests (different sets, one rank idle at times).
+batch_layouts = layouts[:1] + [t for t in layouts if t[0] > 1][:1] + \
+    [t for t in layouts if t[2]]
+for tp, ep, dp in dict.fromkeys(batch_layouts):
+    name = layout_name(tp, ep, dp)
     base = os.path.join(args.work, name.replace(" ", "") + ".kiln")
     split_ids, e2 = batch_ids(MPIRUN + ["-np", str(tp * ep)], base,
-                              os.path.join(args.work, "b2.jsonl"))
+                              os.path.join(args.work, "b2.jsonl"), dp)
     report(one_ids is not None and one_ids == split_ids,
            f"{name} batch of {len(safe) * 2} concurrent requests: "
            + ("tokens equal to the single rank's" if one_ids == split_ids
               else "DIFFERENT " + (e1 + e2)[-300:]))
 
+def kill_ranks(artifact, what):
+    """A rank that dies (SIGKILL) or hangs (SIGSTOP) mid-run: the job ends,
+    non-zero, within the collective timeout (3 s here) plus slack."""
+    long_batch = os.path.join(args.work, "long.jsonl")
+    with open(long_batch, "w") as f:
+        for i in range(24):
+            f.write(json.dumps({"prompt": f"def f{i}(x):", "max_tokens": 1500,
+                                "ignore_eos": True}) + "\n")
+    for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
+        env = mpi_env(3)
+        job = subprocess.Popen(MPIRUN + ["-np", "2", tool("kiln-run"),
+                                         artifact,
+                                         "--batch-file", long_batch, "-o",
+                                         os.devnull, "--threads", "1"],
+                               env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+        victim = None
+        for _ in range(100):
+            time.sleep(0.1)
+            victim = rank_pid("kiln-run", 1, job.pid)
+            if victim:
+                break
+        time.sleep(1.5)  # mid-run
+        if victim is None or job.poll() is not None:
+            job.kill()
+            report(False, f"{what}rank 1 {name}: no running rank 1 to stop")
+            continue
+        start = time.time()
+        os.kill(victim, sig)
+        try:
+            _, err = job.communicate(timeout=30)
+            took = time.time() - start
+            report(job.returncode != 0 and took < 3 + 10,
+                   f"{what}rank 1 {name} mid-run: the job exited "
+                   f"{job.returncode} after {took:.1f} s")
+        except subprocess.TimeoutExpired:
+            job.kill()
+            if victim:
+                try:
+                    os.kill(victim, signal.SIGKILL)
+                except OSError:
+                    pass
+            job.communicate()
+            report(False, f"{what}rank 1 {name} mid-run: the job still ran "
+                   "after 30 s")
+
+
 if not eps:
+    if args.dp:
+        n = args.dp[0]
+        dp_art = os.path.join(args.work, f"dp-attention{n}.kiln")
+        kill_ranks(dp_art, f"dp-attention {n}: ")
+        # The GPU path does not run data-parallel attention yet: it says
+        # so by name.
+        for cmd, what in (([tool("kiln-run"), dp_art, "--device", "hip", "-p",
+                            "x", "-n", "1"], "was compiled with "
+                           "--dp-attention, which runs on CPU ranks only"),):
+            r = run(MPIRUN + ["-np", str(n)] + cmd)
+            report(r.returncode != 0 and what in r.stderr,
+                   f"dp-attention {n}: {os.path.basename(cmd[0])} "
+                   f"{' '.join(cmd[2:4])} refused: exit {r.returncode}, "
+                   + ("message names it" if what in r.stderr
+                      else r.stderr[-300:]))
     sys.exit(1 if failures else 0)
 
 # Wrong process counts are refused, naming both sides.
@@ -295,48 +382,5 @@ report(bench.returncode == 0 and
        f"communication rows for ranks {ranks_seen[:n]}")
 
 
-# A rank that dies (SIGKILL) or hangs (SIGSTOP) mid-run: the job ends,
-# non-zero, within the collective timeout (3 s here) plus slack.
-long_batch = os.path.join(args.work, "long.jsonl")
-with open(long_batch, "w") as f:
-    for i in range(24):
-        f.write(json.dumps({"prompt": f"def f{i}(x):", "max_tokens": 1500,
-                            "ignore_eos": True}) + "\n")
-for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
-    env = mpi_env(3)
-    job = subprocess.Popen(MPIRUN + ["-np", "2", tool("kiln-run"),
-                                     os.path.join(args.work, "ep2.kiln"),
-                                     "--batch-file", long_batch, "-o",
-                                     os.devnull, "--threads", "1"],
-                           env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)
-    victim = None
-    for _ in range(100):
-        time.sleep(0.1)
-        victim = rank_pid("kiln-run", 1, job.pid)
-        if victim:
-            break
-    time.sleep(1.5)  # mid-run
-    if victim is None or job.poll() is not None:
-        job.kill()
-        report(False, f"rank 1 {name}: no running rank 1 to stop")
-        continue
-    start = time.time()
-    os.kill(victim, sig)
-    try:
-        _, err = job.communicate(timeout=30)
-        took = time.time() - start
-        report(job.returncode != 0 and took < 3 + 10,
-               f"rank 1 {name} mid-run: the job exited {job.returncode} "
-               f"after {took:.1f} s")
-    except subprocess.TimeoutExpired:
-        job.kill()
-        if victim:
-            try:
-                os.kill(victim, signal.SIGKILL)
-            except OSError:
-                pass
-        job.communicate()
-        report(False, f"rank 1 {name} mid-run: the job still ran after 30 s")
-
+kill_ranks(os.path.join(args.work, "ep2.kiln"), "")
 sys.exit(1 if failures else 0)

@@ -97,18 +97,22 @@ Prefill and decode speed of a Kiln artifact on this machine.
   -h, --help            this help
 )";
 
-/// Expert-parallel runs: each rank's time per step in its kernels
-/// (compute) and in all_reduce (communication, including waiting for the
-/// slowest rank), gathered to rank 0.
+/// Multi-rank runs: each rank's time per step in its kernels (compute) and
+/// in the collectives (communication, including waiting for the slowest
+/// rank), gathered to rank 0.
 void printRankTimes(const engine::StepProfile &p, int64_t steps,
                     comm::Communicator &comm) {
-  const size_t reduce = size_t(abi::Kernel::AllReduce);
-  double total = 0;
-  for (size_t k = 0; k < p.kKinds; ++k)
+  double total = 0, collective = 0;
+  for (size_t k = 0; k < p.kKinds; ++k) {
     total += p.seconds[k];
+    abi::Kernel kind = abi::Kernel(k);
+    if (kind == abi::Kernel::AllReduce || kind == abi::Kernel::AllGatherRows ||
+        kind == abi::Kernel::ReduceScatterRows)
+      collective += p.seconds[k];
+  }
   std::vector<int64_t> mine = {
-      int64_t((total - p.seconds[reduce]) / double(steps) * 1e9),
-      int64_t(p.seconds[reduce] / double(steps) * 1e9)};
+      int64_t((total - collective) / double(steps) * 1e9),
+      int64_t(collective / double(steps) * 1e9)};
   std::vector<int64_t> all(2 * size_t(comm.size()));
   Status s = comm.allGather(mine, all);
   if (!s.isOk()) {

@@ -104,6 +104,15 @@ static cl::opt<int> tensorParallel(
              "experts share r / N"),
     cl::init(1), cl::cat(category));
 
+static cl::opt<bool> dpAttention(
+    "dp-attention",
+    cl::desc("Data-parallel attention (with --ep N, N > 1): each rank runs "
+             "attention, the dense layers and the head on its own requests "
+             "and keeps its own KV cache; every MoE gathers the ranks' rows "
+             "(kiln.all_gather_rows) and hands each rank back its own "
+             "(kiln.reduce_scatter_rows)"),
+    cl::init(false), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "kiln-compile: " << message << "\n";
   return 1;
@@ -118,6 +127,7 @@ static mlir::LogicalResult partition(mlir::MLIRContext &context,
   KilnPartitionExpertsPassOptions experts;
   experts.ranks = expertParallel;
   experts.rank = rank / tensorParallel;
+  experts.dpAttention = dpAttention;
   KilnPartitionTensorPassOptions tensor;
   tensor.ranks = tensorParallel;
   tensor.rank = rank % tensorParallel;
@@ -165,6 +175,11 @@ int main(int argc, char **argv) {
                 "--tp " +
                 Twine(int(tensorParallel)) + " --ep " +
                 Twine(int(expertParallel)));
+  if (dpAttention && (expertParallel < 2 || tensorParallel != 1))
+    return fail("--dp-attention splits the requests over the expert-parallel "
+                "ranks: it needs --ep N with N > 1 and no --tp (found --tp " +
+                Twine(int(tensorParallel)) + " --ep " +
+                Twine(int(expertParallel)) + ")");
   const int ranks = tensorParallel * expertParallel;
   if (mode == "artifact" && outputPath == "-")
     return fail("an artifact needs an output file: -o model.kiln");
@@ -217,6 +232,7 @@ int main(int argc, char **argv) {
     options.hostKernels = !noHostKernels;
     options.ranks = ranks;
     options.tensorParallel = tensorParallel;
+    options.attentionDataParallel = dpAttention;
     for (int rank = 0; rank < ranks; ++rank) {
       // Each rank's share, from its own copy of the module.
       mlir::OwningOpRef<mlir::ModuleOp> part = module->clone();
@@ -243,7 +259,8 @@ int main(int argc, char **argv) {
       report.label = "rank " + std::to_string(rank) + " of " +
                      std::to_string(ranks) + " (--tp " +
                      std::to_string(int(tensorParallel)) + " --ep " +
-                     std::to_string(int(expertParallel)) + ")";
+                     std::to_string(int(expertParallel)) +
+                     (dpAttention ? " --dp-attention" : "") + ")";
       report.deviceGb = deviceGb;
       pm.addPass(createKilnReportMemoryPass(report));
       if (failed(partition(context, *part, rank)) || failed(pm.run(*part)))

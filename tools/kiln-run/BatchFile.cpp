@@ -2,14 +2,20 @@
 
 #include "tools/kiln-run/BatchFile.h"
 
+#include "runtime/comm/Communicator.h"
+
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 using namespace kiln;
 using namespace kiln::serve;
@@ -95,14 +101,85 @@ std::string dump(const json &j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+/// Text as int32 words for the collectives (which move numbers): the byte
+/// count first, then the bytes, four to a word.
+std::vector<int32_t> packText(const std::string &text) {
+  std::vector<int32_t> words(1 + (text.size() + 3) / 4, 0);
+  words[0] = int32_t(text.size());
+  std::memcpy(words.data() + 1, text.data(), text.size());
+  return words;
+}
+
+std::string unpackText(const int32_t *words) {
+  return std::string(reinterpret_cast<const char *>(words + 1),
+                     size_t(words[0]));
+}
+
+/// Rank 0's `text` on every rank.
+Status broadcastText(comm::Communicator &comm, std::string &text) {
+  std::array<int64_t, 1> size = {int64_t(text.size())};
+  KILN_RETURN_IF_ERROR(comm.broadcast(size, 0));
+  if (size[0] > (int64_t(1) << 31) - 16)
+    return makeError(StatusCode::InvalidArgument, "the batch file has ",
+                     size[0], " bytes, more than 2 GiB");
+  text.resize(size_t(size[0]));
+  std::vector<int32_t> words = packText(text);
+  KILN_RETURN_IF_ERROR(comm.broadcast(words, 0));
+  text = unpackText(words.data());
+  return Status::ok();
+}
+
+/// Every rank's `text`, in rank order, on every rank.
+Result<std::vector<std::string>> gatherText(comm::Communicator &comm,
+                                            const std::string &text) {
+  std::vector<int32_t> words = packText(text);
+  std::vector<int64_t> sizes(size_t(comm.size()));
+  std::array<int64_t, 1> mine = {int64_t(words.size())};
+  KILN_RETURN_IF_ERROR(comm.allGather(mine, sizes));
+  comm::Counts counts(sizes.begin(), sizes.end());
+  size_t total = 0;
+  for (size_t c : counts)
+    total += c;
+  std::vector<int32_t> all(total);
+  KILN_RETURN_IF_ERROR(comm.allGatherV(words, all, counts));
+  std::vector<std::string> texts;
+  size_t at = 0;
+  for (size_t c : counts) {
+    texts.push_back(unpackText(all.data() + at));
+    at += c;
+  }
+  return texts;
+}
+
 } // namespace
 
 Result<int> kiln::tools::runBatchFile(engine::Model &model,
                                       const BatchFileOptions &o) {
-  std::ifstream in(o.input);
-  if (!in)
+  // Data-parallel attention: rank 0 reads the file, each rank runs every
+  // size()-th request and rank 0 writes every result, in input order.
+  comm::Communicator *comm = model.comm();
+  const bool split =
+      model.info().attentionDataParallel && comm && comm->size() > 1;
+  const int rank = split ? comm->rank() : 0, ranks = split ? comm->size() : 1;
+  std::string text;
+  bool readable = true;
+  if (rank == 0) {
+    std::ifstream file(o.input, std::ios::binary);
+    std::ostringstream bytes;
+    readable = bool(file) && bool(bytes << file.rdbuf());
+    text = bytes.str();
+  }
+  if (split) {
+    std::array<int32_t, 1> ok = {readable ? 1 : 0};
+    KILN_RETURN_IF_ERROR(comm->broadcast(ok, 0));
+    readable = ok[0] != 0;
+  }
+  if (!readable)
     return makeError(StatusCode::NotFound, o.input,
                      ": cannot open the batch file");
+  if (split)
+    KILN_RETURN_IF_ERROR(broadcastText(*comm, text));
+  std::istringstream in(text);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                         Engine::create(model, o.engine));
   std::fprintf(stderr, "%s\n",
@@ -110,13 +187,17 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
 
   // Submit every line; a bad one gets its error in its place.
   std::vector<json> results;
+  std::vector<int64_t> resultLines; // the input line of each result
   std::map<RequestId, size_t> slot;
   std::string line;
-  int64_t lineNo = 0, bad = 0;
+  int64_t lineNo = 0, bad = 0, requests = 0;
   while (std::getline(in, line)) {
     ++lineNo;
     if (line.find_first_not_of(" \t\r") == std::string::npos)
       continue; // blank lines carry no request
+    if (requests++ % ranks != rank)
+      continue; // another data-parallel rank's
+    resultLines.push_back(lineNo);
     std::string label = std::to_string(lineNo);
     Result<RequestParams> p = parseLine(line, model, o, label);
     Result<RequestId> id = p.isOk() ? engine->submit(*p) : p.status();
@@ -131,8 +212,6 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
     slot[*id] = results.size();
     results.push_back(nullptr);
   }
-  if (in.bad())
-    return makeError(StatusCode::DataLoss, o.input, ": read error");
 
   const double t0 = now();
   double lastReport = t0;
@@ -175,6 +254,8 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
     }
   }
   progress();
+  // Join the other ranks' plan calls until they are done too.
+  KILN_RETURN_IF_ERROR(model.idle());
   const EngineMetrics &m = engine->metrics();
   std::fprintf(stderr,
                "kiln-run: %lld prompt tokens (%lld from the prefix cache), "
@@ -182,6 +263,39 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
                (long long)m.promptTokens, (long long)m.prefixHitTokens,
                (long long)m.generatedTokens, now() - t0,
                (long long)m.preemptions);
+  if (split)
+    std::fprintf(stderr,
+                 "kiln-run: rank %d of %d: %zu request(s) of its own, %lld "
+                 "plan call(s) of other ranks joined with no tokens\n",
+                 rank, ranks, resultLines.size(),
+                 (long long)model.idlePlanCalls());
+
+  if (split) {
+    // Every rank's results, each line tagged with its input line.
+    std::string mine;
+    for (size_t i = 0; i < results.size(); ++i)
+      mine += std::to_string(resultLines[i]) + " " + dump(results[i]) + "\n";
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> all,
+                          gatherText(*comm, mine));
+    std::vector<std::pair<int64_t, json>> merged;
+    for (const std::string &part : all) {
+      std::istringstream lines(part);
+      std::string entry;
+      while (std::getline(lines, entry)) {
+        size_t space = entry.find(' ');
+        merged.emplace_back(std::stoll(entry.substr(0, space)),
+                            json::parse(entry.substr(space + 1)));
+      }
+    }
+    std::sort(merged.begin(), merged.end(),
+              [](const auto &a, const auto &b) { return a.first < b.first; });
+    results.clear();
+    bad = 0;
+    for (auto &[at, r] : merged) {
+      bad += r.contains("error") ? 1 : 0;
+      results.push_back(std::move(r));
+    }
+  }
 
   std::ofstream file;
   std::ostream *os = &std::cout;

@@ -11,6 +11,10 @@
 // line that was malformed or refused, which the others do not wait for).
 // A progress line goes to stderr about once a second.
 //
+// Under mpirun with a data-parallel-attention artifact (kiln-compile --ep N
+// --dp-attention) rank 0 reads the file, rank r runs the requests r, r + N,
+// r + 2N, ... of it on its own engine, and rank 0 writes every result.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_TOOLS_KILN_RUN_BATCHFILE_H

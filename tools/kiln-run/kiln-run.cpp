@@ -661,9 +661,9 @@ int runBatch(Model &model, const Options &o) {
 int main(int argc, char **argv) {
   Options o =
       tools::parseOrExit("kiln-run", [&] { return parseArgs(argc, argv); });
-  // Under mpirun (an expert-parallel artifact, kiln-compile --ep N): every
-  // rank runs every step on its own share; rank 0 alone writes what a
-  // single process writes.
+  // Under mpirun (a split artifact, kiln-compile --tp/--ep N): every rank
+  // runs every step on its own share; rank 0 alone writes what a single
+  // process writes.
   std::unique_ptr<comm::Communicator> comm;
   try {
     comm = orFail(comm::makeCommunicator(comm::CommKind::Auto));
@@ -686,11 +686,16 @@ int main(int argc, char **argv) {
       orFail(model->attachDevice(
           orFail(hip::HipPlanDevice::create(*model, hipOptions))));
     }
-    if (!o.perplexityFile.empty())
-      return runPerplexity(*model, o);
     if (!o.batchFile.empty())
       return runBatch(*model, o);
-    return runGenerate(*model, o);
+    // Data-parallel attention: one prompt is rank 0's request; the other
+    // ranks join its plan calls with no tokens of their own.
+    int rc = 0;
+    if (!model->info().attentionDataParallel || comm->rank() == 0)
+      rc = o.perplexityFile.empty() ? runGenerate(*model, o)
+                                    : runPerplexity(*model, o);
+    orFail(model->idle());
+    return rc;
   } catch (const UsageError &e) {
     std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());
     return 2;

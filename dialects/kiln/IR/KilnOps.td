@@ -777,4 +777,49 @@ def Kiln_AllReduceOp : Kiln_Op<"all_reduce", [SameOperandsAndResultType]> {
       "$input (`group` $group^)? attr-dict `:` type($result)";
 }
 
+def Kiln_AllGatherRowsOp : Kiln_Op<"all_gather_rows",
+    [SameOperandsAndResultElementType]> {
+  let summary = "the rows of every data-parallel rank, in rank order";
+  let description = [{
+    Data-parallel attention (`kiln-compile --dp-attention`): each rank holds
+    the rows of its own tokens; the result is every rank's rows, rank 0's
+    first, so a `kiln.moe` whose experts are split over the ranks can run
+    every token. The leading dimension of the result is dynamic (the sum of
+    the ranks' token counts, which only the run knows); the other
+    dimensions are the input's. On one rank it is the identity. Not `Pure`:
+    every rank runs it, in the same order.
+
+    ```mlir
+    %all = kiln.all_gather_rows %x : tensor<?x256xf32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_ReduceScatterRowsOp : Kiln_Op<"reduce_scatter_rows",
+    [SameOperandsAndResultElementType]> {
+  let summary = "this rank's rows of the sum over every rank";
+  let description = [{
+    The way back from `kiln.all_gather_rows`: each rank holds a partial
+    result for the rows of every rank (its experts' share of each token);
+    every rank gets the sum over all ranks, added in rank order so the
+    result does not depend on timing, of its own rows only. The leading
+    dimension of the result is dynamic; the other dimensions are the
+    input's. On one rank it is the identity. Not `Pure`.
+
+    ```mlir
+    %mine = kiln.reduce_scatter_rows %p : tensor<?x256xf32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // KILN_OPS_TD

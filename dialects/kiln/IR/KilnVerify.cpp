@@ -762,3 +762,32 @@ LogicalResult MoeOp::verify() {
   }
   return expectShape(*this, "result", getResult(), in.getShape());
 }
+
+namespace {
+
+/// kiln.all_gather_rows and kiln.reduce_scatter_rows: the same rows shape
+/// either side, the leading dimension dynamic on both.
+LogicalResult verifyRowExchange(Operation *op, Value input, Value result) {
+  RankedTensorType in = tensorType(input), out = tensorType(result);
+  if (in.getRank() < 1 || !in.isDynamicDim(0) || !out.isDynamicDim(0))
+    return op->emitOpError()
+           << "exchanges whole rows: expected a leading dynamic (token) "
+              "dimension on input and result, found "
+           << shapeString(in) << " -> " << shapeString(out);
+  if (in.getShape().drop_front() != out.getShape().drop_front())
+    return op->emitOpError()
+           << "result rows " << shapeString(out.getShape().drop_front())
+           << " differ from input rows "
+           << shapeString(in.getShape().drop_front());
+  return success();
+}
+
+} // namespace
+
+LogicalResult AllGatherRowsOp::verify() {
+  return verifyRowExchange(*this, getInput(), getResult());
+}
+
+LogicalResult ReduceScatterRowsOp::verify() {
+  return verifyRowExchange(*this, getInput(), getResult());
+}

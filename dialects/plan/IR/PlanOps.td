@@ -64,11 +64,13 @@ class Plan_Op<string mnemonic, list<Trait> traits = []>
 def Plan_Rows : I32EnumAttr<"Rows", "how many rows a buffer has per call", [
     I32EnumAttrCase<"tokens", 0>,
     I32EnumAttrCase<"selected", 1>,
-    I32EnumAttrCase<"one", 2>]> {
+    I32EnumAttrCase<"one", 2>,
+    I32EnumAttrCase<"gathered", 3>]> {
   let cppNamespace = "::kiln::plan";
   let description = [{
     `tokens`: one row per token of the call; `selected`: one per logit row the
-    caller asked for; `one`: a single row. The order of fb::Rows.
+    caller asked for; `one`: a single row; `gathered`: one per token of
+    every data-parallel rank (`kiln.all_gather_rows`). The order of fb::Rows.
   }];
 }
 

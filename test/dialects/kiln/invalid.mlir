@@ -776,3 +776,27 @@ func.func @negative_group(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = kiln.all_reduce %x group -1 : tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @static_rows(%x: tensor<4x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @below {{exchanges whole rows: expected a leading dynamic (token) dimension on input and result, found [4, 8] -> [?, 8]}}
+  %0 = kiln.all_gather_rows %x : tensor<4x8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @other_rows(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  // expected-error @below {{result rows [4] differ from input rows [8]}}
+  %0 = kiln.reduce_scatter_rows %x : tensor<?x8xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @bf16_rows(%x: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
+  // expected-error @below {{operand #0 must be ranked tensor of 32-bit float values}}
+  %0 = kiln.all_gather_rows %x : tensor<?x8xbf16> -> tensor<?x8xbf16>
+  return %0 : tensor<?x8xbf16>
+}

@@ -162,6 +162,15 @@ func.func @all_reduce(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   return %z : tensor<?x256xf32>
 }
 
+// CHECK-LABEL: func.func @row_exchange
+func.func @row_exchange(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  // CHECK: kiln.all_gather_rows %{{.*}} : tensor<?x256xf32> -> tensor<?x256xf32>
+  %all = kiln.all_gather_rows %x : tensor<?x256xf32> -> tensor<?x256xf32>
+  // CHECK: kiln.reduce_scatter_rows %{{.*}} : tensor<?x256xf32> -> tensor<?x256xf32>
+  %mine = kiln.reduce_scatter_rows %all : tensor<?x256xf32> -> tensor<?x256xf32>
+  return %mine : tensor<?x256xf32>
+}
+
 // CHECK-LABEL: func.func @sliced_weights
 func.func @sliced_weights() -> (tensor<4x8x32xbf16>, tensor<64x1xf8E8M0FNU>) {
   // CHECK: kiln.weight "l1.experts.{e}.down" experts_from 4 slice [1, 32] : tensor<4x8x32xbf16>

@@ -23,7 +23,8 @@ ArgRef None() { return {RefKind::None, 0}; }
 
 /// Buffers 0-9 are f32 named "f<i>" with 8 values per row, 10-19 i32
 /// named "i<i>" with one; all have Tokens rows. Buffer 9 has Selected rows,
-/// 8 has 4 values per row, 19 has 3 values per row.
+/// 8 has 4 values per row, 19 has 3 values per row; 20 and 21 are f32 with
+/// Gathered rows, 8 and 4 values per row.
 BufferFacts facts(uint32_t i) {
   BufferFacts b = i < 10 ? BufferFacts{"f" + std::to_string(i), ElemType::F32,
                                        RowsKind::Tokens, 8}
@@ -35,6 +36,9 @@ BufferFacts facts(uint32_t i) {
     b.width = 4;
   if (i == 19)
     b.width = 3;
+  if (i == 20 || i == 21)
+    b = {"g" + std::to_string(i), ElemType::F32, RowsKind::Gathered,
+         i == 20 ? 8 : 4};
   return b;
 }
 
@@ -177,3 +181,18 @@ TEST(Contract, GeneratedTablesAgree) {
 }
 
 } // namespace
+
+TEST(Signature, GatheredRows) {
+  // all_gather_rows: this rank's Tokens rows in, every rank's out.
+  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(20)}), "");
+  EXPECT_EQ(check(Kernel::ReduceScatterRows, {B(20), B(1)}), "");
+  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(1)}),
+            "args[1] 'out': buffer 'f1' has Tokens rows, expected Gathered "
+            "(the rows of every rank of args[0] 'x')");
+  EXPECT_EQ(check(Kernel::ReduceScatterRows, {B(20), B(9)}),
+            "args[1] 'out': buffer 'f9' has Selected rows, expected Tokens");
+  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(21)}),
+            "args[1] 'out': buffer 'g21' has 4 values per row, expected 8 (as "
+            "args[0] 'x' 'f0')");
+  EXPECT_STREQ(rowsKindName(RowsKind::Gathered), "Gathered");
+}

@@ -97,6 +97,25 @@ TinyModel allReduceModel() {
   return m;
 }
 
+TinyModel rowExchangeModel(int ranks, int rank) {
+  TinyModel m = simpleModel();
+  m.ranks = ranks;
+  m.rank = rank;
+  m.attentionDataParallel = true;
+  TinyPlan &p = m.plans[0];
+  p.buffers.push_back({"all", fb::DType::F32, fb::Rows::Gathered, {8}});    // 8
+  p.buffers.push_back({"scaled", fb::DType::F32, fb::Rows::Gathered, {8}}); // 9
+  p.buffers.push_back({"mine", fb::DType::F32, fb::Rows::Tokens, {8}}); // 10
+  p.dispatches.insert(
+      p.dispatches.begin() + 1,
+      {{"all_gather_rows", {B(4), B(8)}, {}, "gather"},
+       {"scale", {B(8), B(9)}, abi::ScaleParams{float(rank + 1)}, "experts"},
+       {"reduce_scatter_rows", {B(9), B(10)}, {}, "scatter"}});
+  p.dispatches[4].args[0] = B(10); // the norm reads this rank's rows
+  p.outputs = {7, 10};
+  return m;
+}
+
 TinyModel attentionModel(const std::vector<std::string> &plans) {
   TinyModel m;
   addStandardWeights(m);
@@ -235,7 +254,8 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
   auto config = fb::CreateModelConfigDirect(
       fbb, "glm_moe_dsa", "{}", model.hidden, model.vocab, 1,
       model.maxPositions, &model.eos, model.eos.empty() ? 0 : model.eos[0], 0,
-      0, model.ranks, model.rank);
+      0, model.ranks, model.rank, /*tensor_parallel=*/1,
+      model.attentionDataParallel);
   Offset<fb::Tokenizer> tokenizer =
       model.withTokenizer ? buildTokenizer(fbb) : Offset<fb::Tokenizer>();
   std::vector<Offset<flatbuffers::String>> files;

@@ -72,6 +72,8 @@ struct TinyModel {
   /// This artifact is rank `rank` of `ranks` (ModelConfig; Model::load
   /// checks them against the communicator).
   int ranks = 1, rank = 0;
+  /// ModelConfig.attention_data_parallel (kiln-compile --dp-attention).
+  bool attentionDataParallel = false;
   bool withTokenizer = true;
   std::vector<TinyWeight> weights;
   std::vector<TinyCache> caches;
@@ -106,6 +108,12 @@ TinyModel attentionModel(const std::vector<std::string> &plans = {"prefill",
 /// (buffer 8) is the sum over the ranks of each rank's embedding rows, and
 /// the norm and head read that sum.
 TinyModel allReduceModel();
+/// simpleModel() under data-parallel attention, as rank `rank` of `ranks`
+/// holds it: the embedding rows of every rank are gathered (buffer 8,
+/// Gathered rows), scaled by rank + 1 (buffer 9: this rank's stand-in for
+/// its experts) and summed back to this rank's own rows (buffer 10, the
+/// hidden output that the norm and head read).
+TinyModel rowExchangeModel(int ranks, int rank);
 
 /// The four standard inputs (buffers 0..3) every tiny plan starts with.
 std::vector<TinyBuffer> standardInputs();

@@ -1,0 +1,117 @@
+//===- RowExchangeMpiTest.cpp - Data-parallel plan calls over MPI ---------===//
+//
+// Run by ctest under mpirun (-np 2 and -np 3). Every rank loads its
+// rowExchangeModel() artifact (data-parallel attention) and runs the
+// prefill plan on its own tokens, rank r holding r + 1 of them, while the
+// last rank first stays idle (Model::idle joins the call with no tokens) and
+// then runs too. Each rank's hidden output must be the sum, in rank order,
+// of every rank's scaled copy of its own embedding rows (the same bits as
+// the serial sum), whatever the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/CommFactory.h"
+#include "runtime/engine/Model.h"
+#include "test/unit/comm/MpiGtestMain.h"
+#include "test/unit/engine/TinyArtifact.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::engine;
+using namespace kiln::engine::test;
+
+namespace {
+
+comm::Communicator *gComm = nullptr;
+
+/// Rank r's tokens: r + 1 ids of its own.
+std::vector<int32_t> idsOf(int r) {
+  std::vector<int32_t> ids;
+  for (int t = 0; t <= r; ++t)
+    ids.push_back(int32_t(1 + (3 * r + t) % 15));
+  return ids;
+}
+
+/// Rank r's rows as every rank's scaled copy of them, summed in rank order.
+std::vector<float> expected(const TinyModel &m, int r) {
+  std::vector<int32_t> ids = idsOf(r);
+  std::vector<float> sum(ids.size() * 8, 0.0f);
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (int i = 0; i < 8; ++i) {
+      float e;
+      std::memcpy(&e, m.weights[kEmbed].data.data() + (ids[t] * 8 + i) * 4, 4);
+      float acc = e * 1.0f;
+      for (int p = 1; p < gComm->size(); ++p)
+        acc += e * float(p + 1);
+      sum[t * 8 + i] = acc;
+    }
+  return sum;
+}
+
+/// One data-parallel call: this rank's rows of the result, or none when
+/// `run` is false (the rank joins with no tokens).
+Result<std::vector<float>> call(Model &model, bool run) {
+  std::vector<float> rows;
+  if (run) {
+    std::vector<int32_t> ids = idsOf(gComm->rank()), seqs(ids.size(), 0),
+                         pos(ids.size()), sel(ids.size());
+    for (size_t t = 0; t < ids.size(); ++t)
+      pos[t] = sel[t] = int32_t(t);
+    PlanInputs in;
+    in.tokenIds = ids.data();
+    in.seqIds = seqs.data();
+    in.positions = pos.data();
+    in.tokens = int64_t(ids.size());
+    in.logitRows = sel.data();
+    in.logitCount = int64_t(ids.size());
+    KILN_ASSIGN_OR_RETURN(PlanOutputs out, model.run("prefill", in));
+    rows.assign(out.hidden, out.hidden + out.hiddenRows * out.hiddenSize);
+  }
+  KILN_RETURN_IF_ERROR(model.idle());
+  return rows;
+}
+
+TEST(RowExchangeMpi, EachRankGetsTheRankOrderSumOfItsOwnRows) {
+  const int rank = gComm->rank(), last = gComm->size() - 1;
+  TinyModel m = rowExchangeModel(gComm->size(), rank);
+  std::string path = tempPath("row-exchange.kiln");
+  ASSERT_TRUE(writeTinyArtifact(path, m).isOk());
+  std::vector<float> want = expected(m, rank);
+  for (int threads : {1, 2}) {
+    LoadOptions options;
+    options.threads = threads;
+    options.comm = gComm;
+    auto model = Model::load(path, options);
+    ASSERT_TRUE(model.isOk()) << model.status().toString();
+    // The last rank idle: the others' rows still pass through its share.
+    auto first = call(**model, rank != last);
+    ASSERT_TRUE(first.isOk()) << first.status().toString();
+    if (rank == last) {
+      EXPECT_TRUE(first->empty());
+      EXPECT_EQ((*model)->idlePlanCalls(), 1);
+    } else {
+      ASSERT_EQ(first->size(), want.size());
+      EXPECT_EQ(std::memcmp(first->data(), want.data(), want.size() * 4), 0)
+          << "rank " << rank << ", " << threads << " threads: not the "
+          << "rank-order sum";
+    }
+    // Every rank with its own tokens.
+    auto second = call(**model, true);
+    ASSERT_TRUE(second.isOk()) << second.status().toString();
+    ASSERT_EQ(second->size(), want.size());
+    EXPECT_EQ(std::memcmp(second->data(), want.data(), want.size() * 4), 0)
+        << "rank " << rank << ", " << threads << " threads";
+  }
+  std::remove(path.c_str());
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return kiln::comm::test::runOnEveryRank(argc, argv, "RowExchangeMpiTest",
+                                          gComm);
+}
