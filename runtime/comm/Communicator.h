@@ -244,6 +244,29 @@ private:
 void sumInRankOrder(const void *gathered, void *out, size_t count, int ranks,
                     DataType type);
 
+/// Every rank's `mine`, whatever its length (zero included), in rank order,
+/// on every rank: an all-gather of the lengths, then allGatherV.
+template <typename T>
+Result<std::vector<std::vector<T>>> allGatherParts(Communicator &comm,
+                                                   const std::vector<T> &mine) {
+  std::vector<int64_t> sizes(size_t(comm.size()));
+  std::vector<int64_t> size = {int64_t(mine.size())};
+  KILN_RETURN_IF_ERROR(comm.allGather(size, sizes));
+  Counts counts(sizes.begin(), sizes.end());
+  size_t total = 0;
+  for (size_t c : counts)
+    total += c;
+  std::vector<T> all(total);
+  KILN_RETURN_IF_ERROR(comm.allGatherV(mine, all, counts));
+  std::vector<std::vector<T>> parts;
+  size_t at = 0;
+  for (size_t c : counts) {
+    parts.emplace_back(all.begin() + at, all.begin() + at + c);
+    at += c;
+  }
+  return parts;
+}
+
 } // namespace kiln::comm
 
 #endif // KILN_RUNTIME_COMM_COMMUNICATOR_H

@@ -125,6 +125,11 @@ public:
   /// when the request asked for them, else null).
   using TokenFn = std::function<void(RequestId, int32_t, const TokenLogprob *)>;
   void setOnToken(TokenFn fn) { onToken_ = std::move(fn); }
+  /// Data-parallel attention: joins the other ranks' plan calls with no
+  /// tokens until every rank has ended its turn (Model::idle); a no-op
+  /// otherwise.
+  Status endTurn() { return model_.idle(); }
+  const engine::Model &model() const { return model_; }
 
   const EngineMetrics &metrics() const { return metrics_; }
   const KvLayout &layout() const { return layout_; }

@@ -2,6 +2,7 @@
 
 #include "runtime/serve/EngineLoop.h"
 
+#include <algorithm>
 #include <chrono>
 
 using namespace kiln;
@@ -16,7 +17,47 @@ EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, RankSync *sync)
         if (it != live_.end() && it->second.onToken)
           it->second.onToken(token, logprob);
       });
+  dataParallel_ = sync_ && engine_->model().info().attentionDataParallel;
   thread_ = std::thread([this] { run(); });
+}
+
+int EngineLoop::placeRequest() {
+  const int ranks = engine_->model().comm()->size();
+  std::vector<size_t> load(size_t(ranks), 0);
+  load[0] = live_.size();
+  for (const auto &[loop, remote] : remote_)
+    ++load[size_t(remote.rank)];
+  int best = -1;
+  for (int i = 1; i <= ranks; ++i) {
+    int r = (lastPlaced_ + i) % ranks;
+    if (best < 0 || load[size_t(r)] < load[size_t(best)])
+      best = r;
+  }
+  lastPlaced_ = best;
+  return best;
+}
+
+void EngineLoop::deliver(const std::vector<StepReport> &reports) {
+  remoteWork_ = false;
+  remoteMetrics_.resize(reports.size());
+  for (size_t r = 1; r < reports.size(); ++r) {
+    remoteWork_ = remoteWork_ || reports[r].hasWork;
+    remoteMetrics_[r] = reports[r].metrics;
+    for (const StepReport::Token &t : reports[r].tokens) {
+      auto it = remote_.find(t.loop);
+      if (it != remote_.end() && it->second.onToken)
+        it->second.onToken(t.token, t.hasLogprob ? &t.logprob : nullptr);
+    }
+    for (const RequestOutput &out : reports[r].finished) {
+      auto it = remote_.find(out.request);
+      if (it == remote_.end())
+        continue;
+      Remote remote = std::move(it->second);
+      remote_.erase(it);
+      if (remote.onFinish)
+        remote.onFinish(out);
+    }
+  }
 }
 
 EngineLoop::~EngineLoop() { stop(/*drain=*/false); }
@@ -102,8 +143,14 @@ void EngineLoop::fail(const Status &why) {
       out.request = live.id;
       live.onFinish(out);
     }
+  for (auto &[loop, remote] : remote_)
+    if (remote.onFinish) {
+      out.request = loop;
+      remote.onFinish(out);
+    }
   live_.clear();
   engineIds_.clear();
+  remote_.clear();
 }
 
 void EngineLoop::run() {
@@ -116,7 +163,8 @@ void EngineLoop::run() {
       std::unique_lock<std::mutex> lock(mutex_);
       auto ready = [&] {
         return !submitted_.empty() || !cancelled_.empty() || flush_ ||
-               stopping_ || engine_->hasWork();
+               stopping_ || engine_->hasWork() || remoteWork_ ||
+               !remote_.empty();
       };
       if (!sync_)
         wake_.wait(lock, ready);
@@ -135,8 +183,19 @@ void EngineLoop::run() {
     }
     StepEvents events; // what the other ranks' engines do alike
     for (Submitted &s : submitted) {
-      if (sync_)
+      if (dataParallel_) {
+        // Another rank's request: it runs there, its tokens come back in
+        // that rank's reports.
+        if (int rank = placeRequest(); rank != 0) {
+          events.submitted.push_back(std::move(s.params));
+          events.placedOn.push_back(rank);
+          events.loopIds.push_back(s.id);
+          remote_[s.id] = {rank, std::move(s.onToken), std::move(s.onFinish)};
+          continue;
+        }
+      } else if (sync_) {
         events.submitted.push_back(s.params);
+      }
       Result<RequestId> engineId = engine_->submit(std::move(s.params));
       if (!engineId.isOk()) { // validated, so only if the engine changed
         RequestOutput out;
@@ -150,23 +209,45 @@ void EngineLoop::run() {
       live_[*engineId] = {s.id, std::move(s.onToken), std::move(s.onFinish)};
       engineIds_[s.id] = *engineId;
     }
+    // This engine's ids to cancel; the other ranks get engine ids or,
+    // under data-parallel attention, loop ids of their own requests.
+    std::vector<RequestId> cancelHere;
     for (RequestId id : cancelled) {
-      auto it = engineIds_.find(id);
-      if (it != engineIds_.end())
-        events.cancelled.push_back(it->second);
+      if (auto it = engineIds_.find(id); it != engineIds_.end())
+        cancelHere.push_back(it->second);
+      else if (dataParallel_ && remote_.count(id))
+        events.cancelled.push_back(id);
     }
-    if (stopping && !drain)
+    if (stopping && !drain) {
       for (const auto &[id, engineId] : engineIds_)
-        events.cancelled.push_back(engineId);
-    for (RequestId engineId : events.cancelled)
+        cancelHere.push_back(engineId);
+      for (const auto &[loop, remote] : remote_)
+        events.cancelled.push_back(loop);
+    }
+    if (!dataParallel_)
+      events.cancelled.insert(events.cancelled.end(), cancelHere.begin(),
+                              cancelHere.end());
+    for (RequestId engineId : cancelHere)
       engine_->cancel(engineId);
     events.flushPrefixCache = flush;
     if (flush)
       engine_->flushPrefixCache();
-    events.step = engine_->hasWork();
+    events.step = engine_->hasWork() ||
+                  (dataParallel_ && (remoteWork_ || !remote_.empty()));
     if (Status sent = publish(events); !sent.isOk())
       return fail(sent);
-    if (events.step) {
+    if (events.step && dataParallel_) {
+      if (engine_->hasWork())
+        engine_->step();
+      if (Status turn = engine_->endTurn(); !turn.isOk())
+        return fail(turn);
+      StepReport own;
+      own.hasWork = engine_->hasWork();
+      Result<std::vector<StepReport>> reports = sync_->gather(own);
+      if (!reports.isOk())
+        return fail(reports.status());
+      deliver(*reports);
+    } else if (events.step) {
       engine_->step();
       if (sync_)
         if (Status same = sync_->agree(engine_->metrics()); !same.isOk())
@@ -187,7 +268,10 @@ void EngineLoop::run() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       metrics_ = engine_->metrics();
-      done = stopping_ && submitted_.empty() && !engine_->hasWork();
+      for (const EngineMetrics &m : remoteMetrics_)
+        addMetrics(metrics_, m);
+      done = stopping_ && submitted_.empty() && !engine_->hasWork() &&
+             remote_.empty() && !remoteWork_;
     }
     if (done) {
       StepEvents last;

@@ -17,7 +17,9 @@
 // other ranks, before each step, what it did to the engine, and a heartbeat
 // every kHeartbeatSeconds while idle. A failed collective stops the loop:
 // its requests end with an error, new ones are refused, and failure() says
-// why, for the tool to end the job.
+// why, for the tool to end the job. Under data-parallel attention the loop
+// places each request on one rank and answers the ones placed elsewhere
+// from the ranks' reports (RankSync.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,7 +58,8 @@ public:
   /// Ends a request at the next step; unknown or finished ids are ignored.
   void cancel(RequestId id);
   void flushPrefixCache();
-  /// A copy, as of the last step.
+  /// A copy, as of the last step (under data-parallel attention, summed
+  /// over the ranks).
   EngineMetrics metrics() const;
   const KvLayout &layout() const { return layout_; }
   /// Engine::stopIdsFor: safe from any thread.
@@ -106,6 +109,24 @@ private:
   };
   std::map<RequestId, Live> live_;
   std::map<RequestId, RequestId> engineIds_;
+  // Data-parallel attention (RankSync.h): requests placed on other ranks,
+  // by loop id, and whether any of those ranks still has work.
+  bool dataParallel_ = false;
+  struct Remote {
+    int rank;
+    TokenFn onToken;
+    FinishFn onFinish;
+  };
+  std::map<RequestId, Remote> remote_;
+  bool remoteWork_ = false;
+  int lastPlaced_ = 0;
+  /// The other ranks' metrics as of their last report (index: rank).
+  std::vector<EngineMetrics> remoteMetrics_;
+  /// The rank a new request runs on: the one with the fewest live requests
+  /// (on a tie, the next after the last one placed).
+  int placeRequest();
+  /// Sends the other ranks' tokens and finished requests to their callers.
+  void deliver(const std::vector<StepReport> &reports);
   std::thread thread_;
 };
 

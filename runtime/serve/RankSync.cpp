@@ -3,6 +3,7 @@
 #include "runtime/serve/RankSync.h"
 
 #include <array>
+#include <map>
 
 using namespace kiln;
 using namespace kiln::serve;
@@ -43,7 +44,84 @@ Status RankSync::agree(const EngineMetrics &m) {
   return Status::ok();
 }
 
+Result<std::vector<StepReport>> RankSync::gather(const StepReport &mine) {
+  KILN_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> parts,
+                        comm::allGatherParts(comm_, encodeStepReport(mine)));
+  std::vector<StepReport> reports;
+  for (size_t r = 0; r < parts.size(); ++r) {
+    Result<StepReport> report = decodeStepReport(parts[r]);
+    if (!report.isOk())
+      return report.status().withContext("rank " + std::to_string(r));
+    reports.push_back(std::move(report).value());
+  }
+  return reports;
+}
+
+namespace {
+
+/// followEngine for a data-parallel-attention engine.
+Status followOwnRequests(Engine &engine, RankSync &sync, int rank) {
+  std::map<RequestId, RequestId> engineIds, loopIds; // loop <-> engine
+  StepReport report;
+  engine.setOnToken(
+      [&](RequestId engineId, int32_t token, const TokenLogprob *logprob) {
+        StepReport::Token t;
+        t.loop = loopIds[engineId];
+        t.token = token;
+        t.hasLogprob = logprob != nullptr;
+        if (logprob)
+          t.logprob = *logprob;
+        report.tokens.push_back(std::move(t));
+      });
+  while (true) {
+    KILN_ASSIGN_OR_RETURN(StepEvents events, sync.receive());
+    for (size_t i = 0; i < events.submitted.size(); ++i) {
+      if (i >= events.placedOn.size() || events.placedOn[i] != rank)
+        continue;
+      RequestId loop = events.loopIds[i];
+      Result<RequestId> id = engine.submit(std::move(events.submitted[i]));
+      if (!id.isOk()) { // rank 0 validated it, but this pool may differ
+        RequestOutput out;
+        out.request = loop;
+        out.finish = FinishReason::Error;
+        out.error = id.status().message();
+        report.finished.push_back(std::move(out));
+        continue;
+      }
+      engineIds[loop] = *id;
+      loopIds[*id] = loop;
+    }
+    for (RequestId loop : events.cancelled)
+      if (auto it = engineIds.find(loop); it != engineIds.end())
+        engine.cancel(it->second);
+    if (events.flushPrefixCache)
+      engine.flushPrefixCache();
+    if (events.step) {
+      if (engine.hasWork())
+        engine.step();
+      KILN_RETURN_IF_ERROR(engine.endTurn());
+      for (RequestOutput &out : engine.takeFinished()) {
+        RequestId loop = loopIds[out.request];
+        engineIds.erase(loop);
+        loopIds.erase(out.request);
+        out.request = loop;
+        report.finished.push_back(std::move(out));
+      }
+      report.hasWork = engine.hasWork();
+      report.metrics = engine.metrics();
+      KILN_RETURN_IF_ERROR(sync.gather(report).status());
+      report = StepReport();
+    }
+    if (events.stop)
+      return Status::ok();
+  }
+}
+
+} // namespace
+
 Status kiln::serve::followEngine(Engine &engine, RankSync &sync) {
+  if (engine.model().info().attentionDataParallel)
+    return followOwnRequests(engine, sync, engine.model().comm()->rank());
   while (true) {
     KILN_ASSIGN_OR_RETURN(StepEvents events, sync.receive());
     // What rank 0's engine took or refused, this one takes or refuses (the

@@ -8,6 +8,13 @@
 // engine's counters with the others', so a rank whose schedule went its own
 // way is an error naming it, not a silent wrong answer or a hang.
 //
+// Under data-parallel attention (a --dp-attention artifact) rank 0 places
+// each request on one rank (StepEvents::placedOn); every rank steps its own
+// engine, whose plan calls meet the other ranks' in Model::run, ends the
+// turn in Engine::endTurn, and sends rank 0 its StepReport (the tokens and
+// finished requests of the requests it runs); the counters are not
+// compared, as the ranks run different requests by design.
+//
 //   rank 0:   EngineLoop loop(std::move(engine), &sync);
 //   rank r:   followEngine(*engine, sync)   // returns when rank 0 stops
 //
@@ -24,6 +31,7 @@
 #include "runtime/serve/Engine.h"
 #include "runtime/serve/EngineMetrics.h"
 #include "runtime/serve/StepEvents.h"
+#include "runtime/serve/StepReport.h"
 
 namespace kiln::serve {
 
@@ -42,6 +50,9 @@ public:
   /// naming the first rank whose counters differ from rank 0's (every rank
   /// gets the same answer).
   Status agree(const EngineMetrics &metrics);
+  /// Data-parallel attention, every rank after each turn: every rank's
+  /// report, in rank order (rank 0 answers the clients from them).
+  Result<std::vector<StepReport>> gather(const StepReport &mine);
 
 private:
   comm::Communicator &comm_;
@@ -49,6 +60,8 @@ private:
 
 /// A rank other than 0: applies rank 0's events to `engine`, stepping when
 /// rank 0 steps, until rank 0 stops (ok) or a collective fails (its error).
+/// Under data-parallel attention it takes only the requests placed on this
+/// rank, ends each turn with Engine::endTurn and sends rank 0 its report.
 Status followEngine(Engine &engine, RankSync &sync);
 
 } // namespace kiln::serve

@@ -1,8 +1,8 @@
 //===- StepEvents.cpp -----------------------------------------------------===//
 
 #include "runtime/serve/StepEvents.h"
+#include "runtime/serve/WireWords.h"
 
-#include <cstring>
 #include <string>
 
 using namespace kiln;
@@ -10,96 +10,8 @@ using namespace kiln::serve;
 
 namespace {
 
-class Writer {
-public:
-  void word(int64_t w) { words.push_back(w); }
-  void flag(bool b) { word(b ? 1 : 0); }
-  void real(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    word(int64_t(bits));
-  }
-  void text(const std::string &s) {
-    word(int64_t(s.size()));
-    for (size_t i = 0; i < s.size(); i += 8) {
-      int64_t w = 0;
-      std::memcpy(&w, s.data() + i, std::min<size_t>(8, s.size() - i));
-      word(w);
-    }
-  }
-  template <typename T> void list(const std::vector<T> &v) {
-    word(int64_t(v.size()));
-    for (const T &x : v)
-      word(int64_t(x));
-  }
-
-  std::vector<int64_t> words;
-};
-
-class Reader {
-public:
-  explicit Reader(const std::vector<int64_t> &words) : words_(words) {}
-
-  bool ok() const { return error_.empty(); }
-  const std::string &error() const { return error_; }
-  bool atEnd() const { return pos_ == words_.size(); }
-
-  int64_t word(const char *what) {
-    if (pos_ >= words_.size()) {
-      fail(std::string("cut short at ") + what);
-      return 0;
-    }
-    return words_[pos_++];
-  }
-  /// A count of at most the words left (each element takes one or more).
-  size_t count(const char *what) {
-    int64_t n = word(what);
-    if (n < 0 || uint64_t(n) > words_.size() - pos_) {
-      fail(std::string("count ") + std::to_string(n) + " of " + what +
-           " is out of range");
-      return 0;
-    }
-    return size_t(n);
-  }
-  bool flag(const char *what) { return word(what) != 0; }
-  float real(const char *what) {
-    uint32_t bits = uint32_t(word(what));
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-  }
-  std::string text(const char *what) {
-    int64_t n = word(what);
-    if (n < 0 || uint64_t(n) > 8 * (words_.size() - pos_)) {
-      fail(std::string("length ") + std::to_string(n) + " of " + what +
-           " is out of range");
-      return {};
-    }
-    std::string s(size_t(n), '\0');
-    for (size_t i = 0; i < s.size(); i += 8) {
-      int64_t w = word(what);
-      std::memcpy(s.data() + i, &w, std::min<size_t>(8, s.size() - i));
-    }
-    return s;
-  }
-  template <typename T> std::vector<T> list(const char *what) {
-    std::vector<T> v(count(what));
-    for (T &x : v)
-      x = T(word(what));
-    return v;
-  }
-
-private:
-  void fail(std::string message) {
-    if (error_.empty())
-      error_ = std::move(message);
-    pos_ = words_.size();
-  }
-
-  const std::vector<int64_t> &words_;
-  size_t pos_ = 0;
-  std::string error_;
-};
+using wire::Reader;
+using wire::Writer;
 
 // One request's fields, in one order for both directions.
 void writeParams(Writer &w, const RequestParams &p) {
@@ -146,6 +58,8 @@ std::vector<int64_t> kiln::serve::encodeStepEvents(const StepEvents &e) {
   for (const RequestParams &p : e.submitted)
     writeParams(w, p);
   w.list(e.cancelled);
+  w.list(e.placedOn);
+  w.list(e.loopIds);
   w.flag(e.flushPrefixCache);
   w.flag(e.step);
   w.flag(e.stop);
@@ -160,13 +74,11 @@ kiln::serve::decodeStepEvents(const std::vector<int64_t> &words) {
   for (RequestParams &p : e.submitted)
     p = readParams(r);
   e.cancelled = r.list<RequestId>("cancelled ids");
+  e.placedOn = r.list<int32_t>("request ranks");
+  e.loopIds = r.list<RequestId>("loop ids");
   e.flushPrefixCache = r.flag("flush flag");
   e.step = r.flag("step flag");
   e.stop = r.flag("stop flag");
-  if (r.ok() && !r.atEnd())
-    return makeError(StatusCode::DataLoss, "step events: ", words.size(),
-                     " words, more than the events use");
-  if (!r.ok())
-    return makeError(StatusCode::DataLoss, "step events: ", r.error());
+  KILN_RETURN_IF_ERROR(r.finish("step events"));
   return e;
 }

@@ -3,17 +3,16 @@
 //
 // Under mpirun (an expert-parallel artifact) every rank holds an Engine of
 // its own and every rank must make the same plan calls with the same rows,
-// in lock-step: the collectives inside the plans pair them up. Rank 0 owns
+// in lock-step: the collectives inside the plans pair them up. (Under
+// data-parallel attention each request runs on one rank, `placedOn`, and
+// the ranks' plan calls meet in Model::run instead.) Rank 0 owns
 // the requests (the HTTP side); before each step it sends the other ranks
 // what it did to its engine since the last one, and they do the same to
 // theirs. The engine is deterministic (no clocks or randomness in its
 // decisions; sampling is seeded per request), so equal events give equal
 // schedules, pages and tokens on every rank.
 //
-// On the wire the events are one vector of int64 words (Communicator
-// broadcasts int64): counts and values in the order of the fields below,
-// strings as their length then their bytes packed 8 to a word, floats as
-// their bits.
+// On the wire the events are one vector of int64 words (WireWords.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +32,13 @@ struct StepEvents {
   /// engine ids agree everywhere).
   std::vector<RequestParams> submitted;
   /// Engine ids cancelled (by their clients, or all of them at a shutdown
-  /// without draining).
+  /// without draining). Under data-parallel attention: loop ids.
   std::vector<RequestId> cancelled;
+  /// Data-parallel attention (docs/parallel.md): the rank each submitted
+  /// request runs on and its id in rank 0's loop, one per submitted
+  /// request; empty otherwise.
+  std::vector<int32_t> placedOn;
+  std::vector<RequestId> loopIds;
   bool flushPrefixCache = false;
   /// Run one Engine::step after the above.
   bool step = false;

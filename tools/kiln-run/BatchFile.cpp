@@ -132,22 +132,11 @@ Status broadcastText(comm::Communicator &comm, std::string &text) {
 /// Every rank's `text`, in rank order, on every rank.
 Result<std::vector<std::string>> gatherText(comm::Communicator &comm,
                                             const std::string &text) {
-  std::vector<int32_t> words = packText(text);
-  std::vector<int64_t> sizes(size_t(comm.size()));
-  std::array<int64_t, 1> mine = {int64_t(words.size())};
-  KILN_RETURN_IF_ERROR(comm.allGather(mine, sizes));
-  comm::Counts counts(sizes.begin(), sizes.end());
-  size_t total = 0;
-  for (size_t c : counts)
-    total += c;
-  std::vector<int32_t> all(total);
-  KILN_RETURN_IF_ERROR(comm.allGatherV(words, all, counts));
+  KILN_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> parts,
+                        comm::allGatherParts(comm, packText(text)));
   std::vector<std::string> texts;
-  size_t at = 0;
-  for (size_t c : counts) {
-    texts.push_back(unpackText(all.data() + at));
-    at += c;
-  }
+  for (const std::vector<int32_t> &words : parts)
+    texts.push_back(unpackText(words.data()));
   return texts;
 }
 

@@ -301,6 +301,14 @@ int follow(Options &o, comm::Communicator &comm) {
       engine.isOk() ? followEngine(**engine, sync) : engine.status();
   if (!followed.isOk())
     comm.abortAll("kiln-serve: " + followed.message());
+  if (l.model->info().attentionDataParallel)
+    std::fprintf(stderr,
+                 "kiln-serve: rank %d of %d ran %lld request(s) of its own "
+                 "and joined %lld plan call(s) of other ranks with no "
+                 "tokens\n",
+                 comm.rank(), comm.size(),
+                 (long long)(*engine)->metrics().requestsFinished,
+                 (long long)l.model->idlePlanCalls());
   return 0;
 }
 

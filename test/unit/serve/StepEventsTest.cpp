@@ -53,6 +53,8 @@ TEST(StepEvents, RoundTrip) {
   StepEvents e;
   e.submitted = {everyField(1), RequestParams{}, everyField(2)};
   e.cancelled = {4, 0, 99};
+  e.placedOn = {1, 0, 3};
+  e.loopIds = {7, 8, 1000};
   e.flushPrefixCache = true;
   e.step = true;
   Result<StepEvents> back = decodeStepEvents(encodeStepEvents(e));
@@ -61,6 +63,8 @@ TEST(StepEvents, RoundTrip) {
   for (size_t i = 0; i < 3; ++i)
     expectSame(e.submitted[i], back->submitted[i]);
   EXPECT_EQ(back->cancelled, e.cancelled);
+  EXPECT_EQ(back->placedOn, e.placedOn);
+  EXPECT_EQ(back->loopIds, e.loopIds);
   EXPECT_TRUE(back->flushPrefixCache);
   EXPECT_TRUE(back->step);
   EXPECT_FALSE(back->stop);
@@ -92,7 +96,7 @@ TEST(StepEvents, EveryCutIsAnError) {
   words.push_back(0);
   Result<StepEvents> longer = decodeStepEvents(words);
   ASSERT_FALSE(longer.isOk());
-  EXPECT_NE(longer.status().message().find("more than the events use"),
+  EXPECT_NE(longer.status().message().find("more than the message uses"),
             std::string::npos);
 }
 
