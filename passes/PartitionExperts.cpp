@@ -55,6 +55,11 @@ struct PartitionExpertsPass
                          << " ranks, expected 0 <= rank < ranks";
       return signalPassFailure();
     }
+    if (dpGroup < 1) {
+      module.emitError() << "kiln-partition-experts: dp-group "
+                         << int64_t(dpGroup) << ", expected >= 1";
+      return signalPassFailure();
+    }
     if (ranks == 1)
       return;
     SmallVector<MoeOp> moes;
@@ -104,7 +109,8 @@ struct PartitionExpertsPass
     b.setInsertionPoint(moe);
     Value input = moe.getInput();
     if (dpAttention)
-      input = AllGatherRowsOp::create(b, moe.getLoc(), input.getType(), input);
+      input = AllGatherRowsOp::create(b, moe.getLoc(), input.getType(), input,
+                                      b.getI64IntegerAttr(dpGroup));
     auto part = MoeOp::create(
         b, moe.getLoc(), moe.getType(), input, moe.getRouter(),
         moe.getRouterBias(), local[0], local[1], local[2],
@@ -121,7 +127,8 @@ struct PartitionExpertsPass
         b.getI64IntegerAttr(first));
     Value sum =
         dpAttention
-            ? ReduceScatterRowsOp::create(b, moe.getLoc(), moe.getType(), part)
+            ? ReduceScatterRowsOp::create(b, moe.getLoc(), moe.getType(), part,
+                                          b.getI64IntegerAttr(dpGroup))
                   .getResult()
             : AllReduceOp::create(b, moe.getLoc(), part).getResult();
     moe.getResult().replaceAllUsesWith(sum);

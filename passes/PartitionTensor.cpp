@@ -229,7 +229,9 @@ public:
 
   /// Splits every expert of `moe` (routed and shared) by intermediate
   /// columns. Under expert parallelism the op is already followed by a
-  /// kiln.all_reduce over every rank, which then sums these parts too.
+  /// kiln.all_reduce (or, under data-parallel attention, a
+  /// kiln.reduce_scatter_rows) over every rank, which then sums these parts
+  /// too.
   LogicalResult partition(MoeOp moe) {
     if (failed(partitionExperts(
             moe, moe.getGateMutable(), moe.getUpMutable(), moe.getDownMutable(),
@@ -243,7 +245,10 @@ public:
             moe.getSharedUpScalesMutable(), moe.getSharedDownScalesMutable(),
             moe.getSharedBlock())))
       return failure();
-    if (moe->hasOneUse() && isa<AllReduceOp>(*moe->user_begin()))
+    // Summed over every rank already (expert parallelism, or the
+    // data-parallel exchange), these parts included.
+    if (moe->hasOneUse() &&
+        isa<AllReduceOp, ReduceScatterRowsOp>(*moe->user_begin()))
       return success();
     return sum(moe.getResult());
   }

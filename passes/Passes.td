@@ -147,6 +147,9 @@ def KilnPartitionExpertsPass
     %p = kiln.moe %a router %r bias %b experts %g, %u, %d ... local_experts_from 8 : ... -> tensor<?x256xf32>
     %y = kiln.reduce_scatter_rows %p : tensor<?x256xf32> -> tensor<?x256xf32>
     ```
+    With `dp-group G` (`--tp G` beside it) the ranks of a tensor-parallel
+    group share their requests: the exchanges take `group G`, and `ranks`
+    and `rank` count expert shares (groups), as without it.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", "1", "Expert-parallel ranks">,
@@ -155,6 +158,9 @@ def KilnPartitionExpertsPass
            "Each rank runs its own tokens outside the MoE (data-parallel "
            "attention): gather every rank's rows before each kiln.moe, keep "
            "this rank's rows of the sum after it">,
+    Option<"dpGroup", "dp-group", "int64_t", "1",
+           "With dp-attention: ranks per data-parallel group (the "
+           "tensor-parallel ranks that share a group's requests)">,
   ];
 }
 

@@ -56,6 +56,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   info.mtpLayers = config.mtp_layers();
   info.defaultSpecK = config.default_spec_k();
   info.attentionDataParallel = config.attention_data_parallel();
+  info.tensorParallel = std::max(1, config.tensor_parallel());
   // Expert-parallel artifacts run only beside their other ranks.
   const int worldSize = options.comm ? options.comm->size() : 1;
   const int worldRank = options.comm ? options.comm->rank() : 0;
@@ -137,6 +138,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   ctx.maxPositions = info.maxPositions;
   ctx.comm = options.comm;
   ctx.rankTokens = &model->rankTokens_;
+  ctx.rowGroup = std::max(1, config.tensor_parallel());
   model->comm_ = options.comm;
   uint32_t nPlans = meta.plans() ? meta.plans()->size() : 0;
   for (uint32_t i = 0; i < nPlans; ++i) {

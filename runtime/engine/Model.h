@@ -69,8 +69,11 @@ struct ModelInfo {
   int32_t padId = -1;
   int32_t mtpLayers = 0;
   int32_t defaultSpecK = 0;
-  /// kiln-compile --dp-attention: each rank runs its own requests.
+  /// kiln-compile --dp-attention: each data-parallel group (the
+  /// `tensorParallel` consecutive ranks of one expert share) runs its own
+  /// requests.
   bool attentionDataParallel = false;
+  int tensorParallel = 1;
 };
 
 /// Plan names the compiler emits.

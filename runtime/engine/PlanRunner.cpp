@@ -12,6 +12,7 @@
 #include "runtime/cpu/attention/Indexer.h"
 #include "runtime/cpu/attention/KvCache.h"
 #include "runtime/engine/HostKernels.h"
+#include "support/abi/Signature.h"
 
 #include <chrono>
 #include <cstring>
@@ -65,8 +66,8 @@ int64_t PlanRunner::gatheredTokens(int64_t tokens) const {
   if (!ctx_.rankTokens || ctx_.rankTokens->empty())
     return tokens;
   int64_t sum = 0;
-  for (int64_t t : *ctx_.rankTokens)
-    sum += t;
+  for (size_t r = 0; r < ctx_.rankTokens->size(); r += size_t(ctx_.rowGroup))
+    sum += (*ctx_.rankTokens)[r];
   return sum;
 }
 
@@ -491,6 +492,8 @@ Status PlanRunner::execute(const Step &s) {
         std::memcpy(out, f32(buf(0)), n * sizeof(float));
       return Status::ok();
     }
+    if (ctx_.rankTokens && !ctx_.rankTokens->empty())
+      return groupAllReduce(s);
     Status sum = ctx_.comm->allReduceSum(
         comm::Span<const float>(f32(buf(0)), n), comm::Span<float>(out, n),
         int(s.get<abi::AllReduceParams>().group));
@@ -510,15 +513,84 @@ Status PlanRunner::execute(const Step &s) {
 
 namespace {
 
-/// Row offsets of each rank's rows among the gathered ones, and their sum.
-comm::Counts rowOffsets(const std::vector<int64_t> &rankTokens) {
-  comm::Counts offsets(rankTokens.size() + 1, 0);
-  for (size_t r = 0; r < rankTokens.size(); ++r)
-    offsets[r + 1] = offsets[r] + size_t(rankTokens[r]);
-  return offsets;
+/// The data-parallel groups of an exchange: each group's tokens (those of
+/// its first rank; every rank of a group runs the same ones) and where its
+/// rows start among the gathered ones.
+struct RowGroups {
+  int64_t size = 1; // ranks per group
+  std::vector<size_t> tokens, offsets;
+  size_t of(int rank) const { return size_t(rank / size); }
+};
+
+Result<RowGroups> rowGroups(const std::vector<int64_t> &rankTokens,
+                            int64_t size, int64_t declared) {
+  if (declared != size || size < 1 || rankTokens.size() % size_t(size) != 0)
+    return makeError(StatusCode::FailedPrecondition, "the plan exchanges rows ",
+                     "in groups of ", declared, " ranks, but the artifact's ",
+                     "data-parallel groups have ", size, " of ",
+                     rankTokens.size());
+  RowGroups g;
+  g.size = size;
+  size_t at = 0;
+  for (size_t r = 0; r < rankTokens.size(); r += size_t(size)) {
+    for (size_t q = r; q < r + size_t(size); ++q)
+      if (rankTokens[q] != rankTokens[r])
+        return makeError(StatusCode::FailedPrecondition, "ranks ", r, " and ",
+                         q, " of one data-parallel group run ", rankTokens[r],
+                         " and ", rankTokens[q], " tokens");
+    g.tokens.push_back(size_t(rankTokens[r]));
+    g.offsets.push_back(at);
+    at += size_t(rankTokens[r]);
+  }
+  return g;
 }
 
 } // namespace
+
+Status PlanRunner::groupAllReduce(const Step &s) {
+  uint32_t in = s.args[0].index(), out = s.args[1].index();
+  const BufferInfo &b = plan_->buffers()[in];
+  const std::vector<int64_t> &ranks = *ctx_.rankTokens;
+  const size_t n = ranks.size();
+  const int64_t group = s.get<abi::AllReduceParams>().group;
+  auto fail = [&](const auto &...why) {
+    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
+                     "' dispatches[", s.dispatch, "] all_reduce: ", why...);
+  };
+  // The groups run different tokens: only a sum inside a group, of rows
+  // that are tokens, means anything.
+  if (b.rows != fb::Rows::Tokens || group < 1 || group >= int64_t(n) ||
+      group != ctx_.rowGroup)
+    return fail("under data-parallel attention a sum runs over this rank's "
+                "group of ",
+                ctx_.rowGroup, " ranks and Tokens rows, found group ", group,
+                " and ", abi::rowsKindName(abi::RowsKind(b.rows)), " rows");
+  // Every rank's part (each group its own row count), then this group's
+  // parts added in rank order, as allReduceSum adds.
+  const size_t width = size_t(b.rowElems), mine = size_t(tokens_) * width;
+  comm::Counts counts(n);
+  size_t total = 0;
+  for (size_t r = 0; r < n; ++r)
+    total += counts[r] = size_t(ranks[r]) * width;
+  cpu::Arena::Scope scope(*ctx_.arena);
+  float *all = ctx_.arena->alloc<float>(int64_t(std::max<size_t>(total, 1)));
+  Status st = ctx_.comm->allGatherV(comm::Span<const float>(f32(in), mine),
+                                    comm::Span<float>(all, total), counts);
+  if (!st.isOk())
+    return fail(st.message());
+  const size_t first = size_t(ctx_.comm->rank() / group * group);
+  size_t at = 0;
+  for (size_t r = 0; r < first; ++r)
+    at += counts[r];
+  float *sum = f32(out);
+  std::memcpy(sum, all + at, mine * sizeof(float));
+  for (size_t r = first + 1; r < first + size_t(group); ++r) {
+    at += counts[r - 1];
+    for (size_t i = 0; i < mine; ++i)
+      sum[i] += all[at + i];
+  }
+  return Status::ok();
+}
 
 Status PlanRunner::allGatherRows(const Step &s) {
   uint32_t in = s.args[0].index(), out = s.args[1].index();
@@ -530,17 +602,24 @@ Status PlanRunner::allGatherRows(const Step &s) {
     std::memcpy(f32(out), f32(in), mine * sizeof(float));
     return Status::ok();
   }
-  comm::Counts counts(ranks->size());
-  for (size_t r = 0; r < ranks->size(); ++r)
-    counts[r] = size_t((*ranks)[r]) * width;
-  Status st = ctx_.comm->allGatherV(
-      comm::Span<const float>(f32(in), mine),
-      comm::Span<float>(f32(out), size_t(gathered_) * width), counts);
-  if (!st.isOk())
+  auto fail = [&](const Status &st) {
     return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
                      "' dispatches[", s.dispatch,
                      "] all_gather_rows: ", st.message());
-  return Status::ok();
+  };
+  Result<RowGroups> groups =
+      rowGroups(*ranks, ctx_.rowGroup, s.get<abi::AllGatherRowsParams>().group);
+  if (!groups.isOk())
+    return fail(groups.status());
+  // The first rank of each group sends the group's rows.
+  comm::Counts counts(ranks->size(), 0);
+  for (size_t r = 0; r < ranks->size(); r += size_t(groups->size))
+    counts[r] = groups->tokens[groups->of(int(r))] * width;
+  const bool sends = ctx_.comm->rank() % groups->size == 0;
+  Status st = ctx_.comm->allGatherV(
+      comm::Span<const float>(f32(in), sends ? mine : 0),
+      comm::Span<float>(f32(out), size_t(gathered_) * width), counts);
+  return st.isOk() ? Status::ok() : fail(st);
 }
 
 Status PlanRunner::reduceScatterRows(const Step &s) {
@@ -552,15 +631,24 @@ Status PlanRunner::reduceScatterRows(const Step &s) {
     std::memcpy(f32(out), f32(in), mine * sizeof(float));
     return Status::ok();
   }
-  // Every rank sends each peer that peer's rows of its partial result and
-  // receives its own rows from every peer; they are added in rank order,
-  // as allReduceSum adds, so the bits do not depend on timing.
+  auto fail = [&](const Status &st) {
+    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
+                     "' dispatches[", s.dispatch,
+                     "] reduce_scatter_rows: ", st.message());
+  };
+  Result<RowGroups> groups = rowGroups(
+      *ranks, ctx_.rowGroup, s.get<abi::ReduceScatterRowsParams>().group);
+  if (!groups.isOk())
+    return fail(groups.status());
+  // Every rank sends each peer that peer's group's rows of its partial
+  // result and receives its own group's rows from every peer; they are
+  // added in rank order, as allReduceSum adds, so the bits do not depend
+  // on timing.
   const size_t n = ranks->size();
-  comm::Counts offsets = rowOffsets(*ranks);
   comm::Counts sendCounts(n), sendDispls(n), recvCounts(n), recvDispls(n);
   for (size_t p = 0; p < n; ++p) {
-    sendCounts[p] = size_t((*ranks)[p]) * width;
-    sendDispls[p] = offsets[p] * width;
+    sendCounts[p] = groups->tokens[groups->of(int(p))] * width;
+    sendDispls[p] = groups->offsets[groups->of(int(p))] * width;
     recvCounts[p] = mine;
     recvDispls[p] = p * mine;
   }
@@ -571,9 +659,7 @@ Status PlanRunner::reduceScatterRows(const Step &s) {
       comm::Span<const float>(f32(in), size_t(gathered_) * width), sendCounts,
       sendDispls, comm::Span<float>(parts, n * mine), recvCounts, recvDispls);
   if (!st.isOk())
-    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
-                     "' dispatches[", s.dispatch,
-                     "] reduce_scatter_rows: ", st.message());
+    return fail(st);
   float *sum = f32(out);
   std::memcpy(sum, parts, mine * sizeof(float));
   for (size_t p = 1; p < n; ++p)

@@ -58,6 +58,10 @@ struct ExecContext {
   /// rank order (Model::run fills it before each call); null or empty:
   /// the Gathered rows are this rank's own.
   const std::vector<int64_t> *rankTokens = nullptr;
+  /// Ranks per data-parallel group (ModelConfig.tensor_parallel): the
+  /// ranks of a group run the same tokens, which count once among the
+  /// Gathered rows.
+  int64_t rowGroup = 1;
 };
 
 /// Runs a ValidatedPlan on the CPU kernels.
@@ -92,6 +96,9 @@ private:
   /// there is one rank).
   int64_t gatheredTokens(int64_t tokens) const;
   Status runSteps(const PlanInputs *in);
+  /// all_reduce under data-parallel attention: a sum inside this rank's
+  /// group, whose row count differs from other groups'.
+  Status groupAllReduce(const Step &step);
   Status allGatherRows(const Step &step);
   Status reduceScatterRows(const Step &step);
   int64_t rowCount(uint32_t buffer) const;

@@ -238,11 +238,13 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
   }
   layout.pages = budget / layout.pageBytes;
   if (comm::Communicator *comm = model.comm();
-      comm && comm->size() > 1 && !model.info().attentionDataParallel) {
+      comm && comm->size() > 1 &&
+      (!model.info().attentionDataParallel || options.kvMemoryBytes <= 0)) {
     // Every rank's engine schedules alike (RankSync.h), so their pools are
     // the same size: the smallest of the ranks' (available memory differs).
-    // Under data-parallel attention each rank schedules its own requests
-    // into its own pool.
+    // Under data-parallel attention the ranks of one group must schedule
+    // alike; a budget in bytes gives every rank the same pool already (and
+    // kiln-run's single prompt creates engines on the first group only).
     std::vector<int64_t> all(size_t(comm->size()));
     std::array<int64_t, 1> mine = {layout.pages};
     KILN_RETURN_IF_ERROR(comm->allGather(mine, all));

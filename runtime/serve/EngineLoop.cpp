@@ -18,20 +18,21 @@ EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, RankSync *sync)
           it->second.onToken(token, logprob);
       });
   dataParallel_ = sync_ && engine_->model().info().attentionDataParallel;
+  groupSize_ = engine_->model().info().tensorParallel;
   thread_ = std::thread([this] { run(); });
 }
 
 int EngineLoop::placeRequest() {
-  const int ranks = engine_->model().comm()->size();
-  std::vector<size_t> load(size_t(ranks), 0);
+  const int groups = engine_->model().comm()->size() / groupSize_;
+  std::vector<size_t> load(size_t(groups), 0);
   load[0] = live_.size();
   for (const auto &[loop, remote] : remote_)
-    ++load[size_t(remote.rank)];
+    ++load[size_t(remote.group)];
   int best = -1;
-  for (int i = 1; i <= ranks; ++i) {
-    int r = (lastPlaced_ + i) % ranks;
-    if (best < 0 || load[size_t(r)] < load[size_t(best)])
-      best = r;
+  for (int i = 1; i <= groups; ++i) {
+    int g = (lastPlaced_ + i) % groups;
+    if (best < 0 || load[size_t(g)] < load[size_t(best)])
+      best = g;
   }
   lastPlaced_ = best;
   return best;
@@ -42,6 +43,9 @@ void EngineLoop::deliver(const std::vector<StepReport> &reports) {
   remoteMetrics_.resize(reports.size());
   for (size_t r = 1; r < reports.size(); ++r) {
     remoteWork_ = remoteWork_ || reports[r].hasWork;
+    // The first rank of each other group answers for it.
+    if (r % size_t(groupSize_) != 0)
+      continue;
     remoteMetrics_[r] = reports[r].metrics;
     for (const StepReport::Token &t : reports[r].tokens) {
       auto it = remote_.find(t.loop);
@@ -184,13 +188,14 @@ void EngineLoop::run() {
     StepEvents events; // what the other ranks' engines do alike
     for (Submitted &s : submitted) {
       if (dataParallel_) {
-        // Another rank's request: it runs there, its tokens come back in
-        // that rank's reports.
-        if (int rank = placeRequest(); rank != 0) {
-          events.submitted.push_back(std::move(s.params));
-          events.placedOn.push_back(rank);
-          events.loopIds.push_back(s.id);
-          remote_[s.id] = {rank, std::move(s.onToken), std::move(s.onFinish)};
+        // Every rank of the group placed on runs it; another group's
+        // tokens come back in the reports of its first rank.
+        int group = placeRequest();
+        events.submitted.push_back(s.params);
+        events.placedOn.push_back(group);
+        events.loopIds.push_back(s.id);
+        if (group != 0) {
+          remote_[s.id] = {group, std::move(s.onToken), std::move(s.onFinish)};
           continue;
         }
       } else if (sync_) {
@@ -213,14 +218,20 @@ void EngineLoop::run() {
     // under data-parallel attention, loop ids of their own requests.
     std::vector<RequestId> cancelHere;
     for (RequestId id : cancelled) {
-      if (auto it = engineIds_.find(id); it != engineIds_.end())
+      if (auto it = engineIds_.find(id); it != engineIds_.end()) {
         cancelHere.push_back(it->second);
-      else if (dataParallel_ && remote_.count(id))
+        if (dataParallel_) // the other ranks of this group
+          events.cancelled.push_back(id);
+      } else if (dataParallel_ && remote_.count(id)) {
         events.cancelled.push_back(id);
+      }
     }
     if (stopping && !drain) {
-      for (const auto &[id, engineId] : engineIds_)
+      for (const auto &[id, engineId] : engineIds_) {
         cancelHere.push_back(engineId);
+        if (dataParallel_)
+          events.cancelled.push_back(id);
+      }
       for (const auto &[loop, remote] : remote_)
         events.cancelled.push_back(loop);
     }

@@ -112,8 +112,9 @@ private:
   // Data-parallel attention (RankSync.h): requests placed on other ranks,
   // by loop id, and whether any of those ranks still has work.
   bool dataParallel_ = false;
+  int groupSize_ = 1; // ranks per data-parallel group
   struct Remote {
-    int rank;
+    int group; // its data-parallel group
     TokenFn onToken;
     FinishFn onFinish;
   };
@@ -122,8 +123,8 @@ private:
   int lastPlaced_ = 0;
   /// The other ranks' metrics as of their last report (index: rank).
   std::vector<EngineMetrics> remoteMetrics_;
-  /// The rank a new request runs on: the one with the fewest live requests
-  /// (on a tie, the next after the last one placed).
+  /// The data-parallel group a new request runs on: the one with the
+  /// fewest live requests (on a tie, the next after the last one placed).
   int placeRequest();
   /// Sends the other ranks' tokens and finished requests to their callers.
   void deliver(const std::vector<StepReport> &reports);

@@ -59,8 +59,8 @@ Result<std::vector<StepReport>> RankSync::gather(const StepReport &mine) {
 
 namespace {
 
-/// followEngine for a data-parallel-attention engine.
-Status followOwnRequests(Engine &engine, RankSync &sync, int rank) {
+/// followEngine for a data-parallel-attention engine of group `group`.
+Status followOwnRequests(Engine &engine, RankSync &sync, int group) {
   std::map<RequestId, RequestId> engineIds, loopIds; // loop <-> engine
   StepReport report;
   engine.setOnToken(
@@ -76,7 +76,7 @@ Status followOwnRequests(Engine &engine, RankSync &sync, int rank) {
   while (true) {
     KILN_ASSIGN_OR_RETURN(StepEvents events, sync.receive());
     for (size_t i = 0; i < events.submitted.size(); ++i) {
-      if (i >= events.placedOn.size() || events.placedOn[i] != rank)
+      if (i >= events.placedOn.size() || events.placedOn[i] != group)
         continue;
       RequestId loop = events.loopIds[i];
       Result<RequestId> id = engine.submit(std::move(events.submitted[i]));
@@ -120,8 +120,10 @@ Status followOwnRequests(Engine &engine, RankSync &sync, int rank) {
 } // namespace
 
 Status kiln::serve::followEngine(Engine &engine, RankSync &sync) {
-  if (engine.model().info().attentionDataParallel)
-    return followOwnRequests(engine, sync, engine.model().comm()->rank());
+  const engine::ModelInfo &info = engine.model().info();
+  if (info.attentionDataParallel)
+    return followOwnRequests(
+        engine, sync, engine.model().comm()->rank() / info.tensorParallel);
   while (true) {
     KILN_ASSIGN_OR_RETURN(StepEvents events, sync.receive());
     // What rank 0's engine took or refused, this one takes or refuses (the

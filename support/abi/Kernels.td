@@ -230,17 +230,21 @@ def AllReduce : Kernel<"all_reduce", [Buf<"x">, Out<"out">],
   let summary = "out = the sum of x over the rank's group, added in rank "
                 "order (runtime/comm); a copy on one rank";
 }
-def AllGatherRows : Kernel<"all_gather_rows", [Buf<"x">, Out<"out">]> {
+def AllGatherRows : Kernel<"all_gather_rows", [Buf<"x">, Out<"out">],
+    [I64<"group", "ranks per data-parallel group, which hold the same rows "
+                  "(the tensor-parallel ranks of one group; 1: each rank "
+                  "its own)">]> {
   let rows = [Gathers<"x", "out">];
   let inPlace = 0;
   let op = "kiln.all_gather_rows";
-  let summary = "out = the rows of x of every data-parallel rank, in rank "
-                "order (runtime/comm); a copy on one rank";
+  let summary = "out = the rows of x of every data-parallel group, in "
+                "group order (runtime/comm); a copy on one rank";
 }
-def ReduceScatterRows : Kernel<"reduce_scatter_rows", [Buf<"x">, Out<"out">]> {
+def ReduceScatterRows : Kernel<"reduce_scatter_rows", [Buf<"x">, Out<"out">],
+    [I64<"group", "ranks per data-parallel group, as all_gather_rows">]> {
   let rows = [Gathers<"out", "x">];
   let inPlace = 0;
   let op = "kiln.reduce_scatter_rows";
-  let summary = "out = this rank's rows of the sum of x over every rank, "
-                "added in rank order (runtime/comm); a copy on one rank";
+  let summary = "out = this rank's group's rows of the sum of x over every "
+                "rank, added in rank order (runtime/comm); a copy on one rank";
 }

@@ -2,13 +2,13 @@
 """Multi-rank runs of the fixture against its single-rank artifact.
 
 usage: check_ranks.py KILN_BIN FIXTURE_DIR WORK_DIR [--ep N ...] [--tp T,E ...]
-                      [--dp N ...]
+                      [--dp [T,]N ...]
 
 Compiles the fixture once as one artifact and, for each --ep N, with --ep N
 into N rank artifacts (for each --tp T,E: --tp T --ep E into T x E; for
-each --dp N: --ep N --dp-attention, where one prompt is rank 0's alone and
-the others join its steps with no tokens, and a batch is split between the
-ranks); then,
+each --dp [T,]N: [--tp T] --ep N --dp-attention, where one prompt is the
+first group's alone and the others join its steps with no tokens, and a
+batch is split between the groups); then,
 for every golden prompt whose greedy margin the
 fixture's fragility data marks safe (top-1/top-2 gap >= 1e-3), runs
 `mpirun -np N kiln-run` (spec 0 and the default spec) beside the
@@ -48,8 +48,9 @@ ap.add_argument("work")
 ap.add_argument("--ep", type=int, action="append", default=[])
 ap.add_argument("--tp", action="append", default=[],
                 help="T,E: tensor parallel T beside expert parallel E")
-ap.add_argument("--dp", type=int, action="append", default=[],
-                help="N: --ep N --dp-attention (each rank its own requests)")
+ap.add_argument("--dp", action="append", default=[],
+                help="N or T,N: [--tp T] --ep N --dp-attention (each group "
+                "of T ranks its own requests)")
 ap.add_argument("--compile-args", default="",
                 help="more kiln-compile flags, for every artifact (the "
                 "golden-token check is then skipped)")
@@ -57,7 +58,8 @@ args = ap.parse_args()
 eps = args.ep
 layouts = [(1, n, False) for n in eps] + \
     [tuple(int(x) for x in t.split(",")) + (False,) for t in args.tp] + \
-    [(1, n, True) for n in args.dp]
+    [tuple(int(x) for x in ("1," + d if "," not in d else d).split(",")) +
+     (True,) for d in args.dp]
 
 ENV = mpi_env(30)
 failures = 0
@@ -161,7 +163,7 @@ def weight_bytes(artifact):
 
 def layout_name(tp, ep, dp):
     if dp:
-        return f"dp-attention {ep}"
+        return f"dp-attention {ep}" + ("" if tp == 1 else f" tp {tp}")
     return f"ep {ep}" if tp == 1 else f"tp {tp}" + ("" if ep == 1 else
                                                      f" ep {ep}")
 
@@ -211,7 +213,7 @@ with open(batch, "w") as f:
                             "ignore_eos": True}) + "\n")
 
 
-def batch_ids(launcher, artifact, out, dp=False):
+def batch_ids(launcher, artifact, out, dp=False, ranks=2):
     r = run(launcher + [tool("kiln-run"), artifact, "--batch-file", batch,
                         "-o", out, "--threads", "1"])
     if r.returncode != 0:
@@ -220,8 +222,8 @@ def batch_ids(launcher, artifact, out, dp=False):
         # Each rank ran its own requests and joined the others' calls.
         shares = re.findall(r"rank (\d+) of \d+: (\d+) request\(s\) of its "
                             r"own, (\d+) plan call\(s\) of other ranks", r.stderr)
-        report(len(shares) == 2 and all(int(s[1]) > 0 for s in shares) and
-               any(int(s[2]) > 0 for s in shares),
+        report(len(shares) == ranks and all(int(s[1]) > 0 for s in shares)
+               and any(int(s[2]) > 0 for s in shares),
                "data-parallel ranks (rank, own requests, idle plan calls): "
                + str(sorted(shares)))
     return [json.loads(line)["ids"] for line in open(out)], ""
@@ -236,7 +238,8 @@ for tp, ep, dp in dict.fromkeys(batch_layouts):
     name = layout_name(tp, ep, dp)
     base = os.path.join(args.work, name.replace(" ", "") + ".kiln")
     split_ids, e2 = batch_ids(MPIRUN + ["-np", str(tp * ep)], base,
-                              os.path.join(args.work, "b2.jsonl"), dp)
+                              os.path.join(args.work, "b2.jsonl"), dp,
+                              tp * ep)
     report(one_ids is not None and one_ids == split_ids,
            f"{name} batch of {len(safe) * 2} concurrent requests: "
            + ("tokens equal to the single rank's" if one_ids == split_ids
@@ -290,8 +293,8 @@ def kill_ranks(artifact, what):
 
 
 if not eps:
-    if args.dp:
-        n = args.dp[0]
+    if args.dp and "," not in args.dp[0]:
+        n = int(args.dp[0])
         dp_art = os.path.join(args.work, f"dp-attention{n}.kiln")
         kill_ranks(dp_art, f"dp-attention {n}: ")
         # The GPU path does not run data-parallel attention yet: it says

@@ -15,9 +15,10 @@ SIGTERM to rank 0 drains and the whole job exits 0. Then a rank 1 killed or
 stopped while a request runs ends the job, non-zero, within the timeout (the
 stopped case answering its running request with an error first), and
 a launch with the wrong process count ends at once naming both counts.
-With LAYOUT_FLAGS given, only the equality checks run (up to SIGTERM),
-except with --dp-attention, where every check runs and rank 1 must also
-have run requests of its own (placed there by rank 0).
+With LAYOUT_FLAGS given, only the equality checks run (up to SIGTERM), on
+tp x ep ranks; with --dp-attention the first rank of the second group must
+also have run requests of its own (placed there by rank 0), and on 2 ranks
+every check runs.
 Prints one line per check; exits 1 on failure.
 """
 import json
@@ -36,6 +37,15 @@ from serve_util import (Checks, metric, raw_post,  # noqa: E402
 
 kiln_bin, fixture, work = sys.argv[1:4]
 layout = sys.argv[4].split() if len(sys.argv) > 4 else ["--ep", "2"]
+
+
+def flag(name):
+    return int(layout[layout.index(name) + 1]) if name in layout else 1
+
+
+# Ranks per data-parallel group (--tp) and in all.
+TP = flag("--tp")
+NP = TP * flag("--ep")
 TIMEOUT_S = 3
 ENV = mpi_env(TIMEOUT_S)
 check = Checks()
@@ -71,7 +81,7 @@ def kiln_run_text(ids):
 
 def start():
     return start_server(tool("kiln-serve"), split, work, "--threads", "1",
-                        launcher=MPIRUN + ["-np", "2"], env=ENV,
+                        launcher=MPIRUN + ["-np", str(NP)], env=ENV,
                         log_name="serve-mpi.log")
 
 
@@ -84,7 +94,8 @@ def completion(port, p):
 want = [kiln_run_text(p["token_ids"]) for p in safe]
 job, port = start()
 alone = [completion(port, p) for p in safe]
-check("greedy completions under mpirun -np 2 equal single-rank kiln-run "
+check("greedy completions under mpirun -np %d equal single-rank kiln-run "
+      % NP + 
       "(%d safe prompts)" % len(safe), alone == want, alone)
 
 results = [None] * 16
@@ -158,11 +169,13 @@ if "--dp-attention" in layout:
     # Rank 1 ran requests of its own (data-parallel attention places each
     # request on one rank) and says so once rank 0 stops it.
     log = open(os.path.join(work, "serve-mpi.log")).read()
-    own = re.findall(r"rank 1 of 2 ran (\d+) request\(s\) of its own", log)
-    check("rank 1 ran %s of the requests" % (own[-1] if own else "none"),
+    # The first rank of the second data-parallel group.
+    own = re.findall(r"rank %d of %d ran (\d+) request\(s\) of its own" %
+                     (TP, NP), log)
+    check("rank %d ran %s of the requests" % (TP, own[-1] if own else "none"),
           bool(own) and int(own[-1]) > 0, log[-400:])
 
-if len(sys.argv) > 4 and "--dp-attention" not in layout:
+if len(sys.argv) > 4 and ("--dp-attention" not in layout or NP != 2):
     sys.exit(1 if check.failures else 0)
 
 # A rank killed or stopped while a request runs: the job ends, non-zero,
@@ -205,7 +218,7 @@ for sig, name in ((signal.SIGKILL, "killed"), (signal.SIGSTOP, "stopped")):
 # Three processes on a 2-rank artifact: the load fails on every rank and the
 # job ends at once, naming both counts, instead of leaving ranks waiting.
 start_t = time.time()
-wrong = subprocess.run(MPIRUN + ["-np", "3", tool("kiln-serve"), split,
+wrong = subprocess.run(MPIRUN + ["-np", str(NP + 1), tool("kiln-serve"), split,
                                  "--port", "0", "--threads", "1"],
                        capture_output=True, text=True, env=ENV, timeout=60)
 check("3 processes on a 2-rank artifact: exit %d after %.1f s" %
@@ -215,9 +228,11 @@ check("3 processes on a 2-rank artifact: exit %d after %.1f s" %
       "this run has 3" in wrong.stderr, wrong.stderr[-600:])
 
 log = open(os.path.join(work, "serve-mpi.log")).read()
-# (Under data-parallel attention the failed collective is the ranks'
-# meeting before a plan call, which the message says first.)
+# (Under data-parallel attention the failed collective may be the ranks'
+# meeting before a plan call or a plan's row exchange, which the message
+# names first.)
 check("rank 0 names the failure",
       re.search(r"kiln: rank 0 of 2: kiln-serve: (data-parallel ranks "
-                r"meeting before a plan call: )?mpi ", log), log[-600:])
+                r"meeting before a plan call: |plan '\w+' dispatches\[\d+\] "
+                r"\w+: )?mpi \w+ on rank 0 of 2", log), log[-600:])
 sys.exit(1 if check.failures else 0)

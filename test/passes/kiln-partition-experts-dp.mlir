@@ -2,6 +2,9 @@
 // RUN: kiln-opt %s -kiln-partition-experts="ranks=2 rank=1 dp-attention=true" | FileCheck %s --check-prefix=R1
 // The result round-trips through the parser and verifier.
 // RUN: kiln-opt %s -kiln-partition-experts="ranks=2 rank=1 dp-attention=true" | kiln-opt -verify-diagnostics | FileCheck %s --check-prefix=R1
+// Groups of 2 ranks sharing their requests (--tp 2 beside it).
+// RUN: kiln-opt %s -kiln-partition-experts="ranks=2 rank=1 dp-attention=true dp-group=2" | FileCheck %s --check-prefix=G2
+// RUN: not kiln-opt %s -kiln-partition-experts="ranks=2 rank=1 dp-attention=true dp-group=0" 2>&1 | FileCheck %s --check-prefix=G0
 // One rank: nothing to gather.
 // RUN: kiln-opt %s -kiln-partition-experts="ranks=1 rank=0 dp-attention=true" | FileCheck %s --check-prefix=ONE
 
@@ -19,6 +22,9 @@
 // R1: %[[P:.*]] = kiln.moe %[[A]] router {{.*}} local_experts_from 8 :
 // R1: %[[S:.*]] = kiln.reduce_scatter_rows %[[P]]
 // R1: kiln.add %arg0, %[[S]]
+// G2: kiln.all_gather_rows %arg0 group 2
+// G2: kiln.reduce_scatter_rows %{{.*}} group 2
+// G0: kiln-partition-experts: dp-group 0, expected >= 1
 // ONE-LABEL: func.func @moe
 // ONE-NOT: all_gather_rows
 // ONE-NOT: reduce_scatter_rows

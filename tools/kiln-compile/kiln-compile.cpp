@@ -106,10 +106,11 @@ static cl::opt<int> tensorParallel(
 
 static cl::opt<bool> dpAttention(
     "dp-attention",
-    cl::desc("Data-parallel attention (with --ep N, N > 1): each rank runs "
-             "attention, the dense layers and the head on its own requests "
-             "and keeps its own KV cache; every MoE gathers the ranks' rows "
-             "(kiln.all_gather_rows) and hands each rank back its own "
+    cl::desc("Data-parallel attention (with --ep N, N > 1): each expert "
+             "group (the --tp ranks of one expert share) runs attention, the "
+             "dense layers and the head on its own requests and keeps its "
+             "own KV cache; every MoE gathers the groups' rows "
+             "(kiln.all_gather_rows) and hands each group back its own "
              "(kiln.reduce_scatter_rows)"),
     cl::init(false), cl::cat(category));
 
@@ -128,6 +129,7 @@ static mlir::LogicalResult partition(mlir::MLIRContext &context,
   experts.ranks = expertParallel;
   experts.rank = rank / tensorParallel;
   experts.dpAttention = dpAttention;
+  experts.dpGroup = tensorParallel;
   KilnPartitionTensorPassOptions tensor;
   tensor.ranks = tensorParallel;
   tensor.rank = rank % tensorParallel;
@@ -175,9 +177,9 @@ int main(int argc, char **argv) {
                 "--tp " +
                 Twine(int(tensorParallel)) + " --ep " +
                 Twine(int(expertParallel)));
-  if (dpAttention && (expertParallel < 2 || tensorParallel != 1))
+  if (dpAttention && expertParallel < 2)
     return fail("--dp-attention splits the requests over the expert-parallel "
-                "ranks: it needs --ep N with N > 1 and no --tp (found --tp " +
+                "groups: it needs --ep N with N > 1 (found --tp " +
                 Twine(int(tensorParallel)) + " --ep " +
                 Twine(int(expertParallel)) + ")");
   const int ranks = tensorParallel * expertParallel;

@@ -144,12 +144,15 @@ Result<std::vector<std::string>> gatherText(comm::Communicator &comm,
 
 Result<int> kiln::tools::runBatchFile(engine::Model &model,
                                       const BatchFileOptions &o) {
-  // Data-parallel attention: rank 0 reads the file, each rank runs every
-  // size()-th request and rank 0 writes every result, in input order.
+  // Data-parallel attention: rank 0 reads the file, each data-parallel
+  // group (the tensor-parallel ranks of one expert share) runs every
+  // groups-th request and rank 0 writes every result, in input order.
   comm::Communicator *comm = model.comm();
   const bool split =
       model.info().attentionDataParallel && comm && comm->size() > 1;
-  const int rank = split ? comm->rank() : 0, ranks = split ? comm->size() : 1;
+  const int groupSize = split ? model.info().tensorParallel : 1;
+  const int rank = split ? comm->rank() / groupSize : 0,
+            ranks = split ? comm->size() / groupSize : 1;
   std::string text;
   bool readable = true;
   if (rank == 0) {
@@ -256,13 +259,14 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
     std::fprintf(stderr,
                  "kiln-run: rank %d of %d: %zu request(s) of its own, %lld "
                  "plan call(s) of other ranks joined with no tokens\n",
-                 rank, ranks, resultLines.size(),
+                 comm->rank(), comm->size(), resultLines.size(),
                  (long long)model.idlePlanCalls());
 
   if (split) {
     // Every rank's results, each line tagged with its input line.
+    // One rank of each group sends the group's results.
     std::string mine;
-    for (size_t i = 0; i < results.size(); ++i)
+    for (size_t i = 0; comm->rank() % groupSize == 0 && i < results.size(); ++i)
       mine += std::to_string(resultLines[i]) + " " + dump(results[i]) + "\n";
     KILN_ASSIGN_OR_RETURN(std::vector<std::string> all,
                           gatherText(*comm, mine));

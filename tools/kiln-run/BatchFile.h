@@ -12,8 +12,9 @@
 // A progress line goes to stderr about once a second.
 //
 // Under mpirun with a data-parallel-attention artifact (kiln-compile --ep N
-// --dp-attention) rank 0 reads the file, rank r runs the requests r, r + N,
-// r + 2N, ... of it on its own engine, and rank 0 writes every result.
+// --dp-attention [--tp T]) rank 0 reads the file, data-parallel group g
+// (ranks g T .. g T + T - 1) runs the requests g, g + N, g + 2N, ... of it
+// on its own engines, and rank 0 writes every result.
 //
 //===----------------------------------------------------------------------===//
 

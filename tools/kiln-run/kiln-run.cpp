@@ -688,10 +688,12 @@ int main(int argc, char **argv) {
     }
     if (!o.batchFile.empty())
       return runBatch(*model, o);
-    // Data-parallel attention: one prompt is rank 0's request; the other
-    // ranks join its plan calls with no tokens of their own.
+    // Data-parallel attention: one prompt is the first group's request
+    // (ranks 0 .. tp - 1); the other ranks join its plan calls with no
+    // tokens of their own.
     int rc = 0;
-    if (!model->info().attentionDataParallel || comm->rank() == 0)
+    if (!model->info().attentionDataParallel ||
+        comm->rank() < model->info().tensorParallel)
       rc = o.perplexityFile.empty() ? runGenerate(*model, o)
                                     : runPerplexity(*model, o);
     orFail(model->idle());

@@ -789,14 +789,20 @@ def Kiln_AllGatherRowsOp : Kiln_Op<"all_gather_rows",
     dimensions are the input's. On one rank it is the identity. Not `Pure`:
     every rank runs it, in the same order.
 
+    `group G` (default 1): the ranks form data-parallel groups of G
+    consecutive ranks that hold the same rows (tensor parallelism inside a
+    group, `--tp G`); each group's rows appear once, in group order.
+
     ```mlir
     %all = kiln.all_gather_rows %x : tensor<?x256xf32> -> tensor<?x256xf32>
+    %all2 = kiln.all_gather_rows %x group 4 : tensor<?x256xf32> -> tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let arguments = (ins RankedTensorOf<[F32]>:$input,
+      DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$group);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat =
-      "$input attr-dict `:` type($input) `->` type($result)";
+      "$input (`group` $group^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -811,14 +817,18 @@ def Kiln_ReduceScatterRowsOp : Kiln_Op<"reduce_scatter_rows",
     dimension of the result is dynamic; the other dimensions are the
     input's. On one rank it is the identity. Not `Pure`.
 
+    `group G` as for `kiln.all_gather_rows`: every rank of a group gets its
+    group's rows.
+
     ```mlir
     %mine = kiln.reduce_scatter_rows %p : tensor<?x256xf32> -> tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let arguments = (ins RankedTensorOf<[F32]>:$input,
+      DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>, "1">:$group);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat =
-      "$input attr-dict `:` type($input) `->` type($result)";
+      "$input (`group` $group^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -800,3 +800,11 @@ func.func @bf16_rows(%x: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
   %0 = kiln.all_gather_rows %x : tensor<?x8xbf16> -> tensor<?x8xbf16>
   return %0 : tensor<?x8xbf16>
 }
+
+// -----
+
+func.func @zero_group(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @below {{attribute 'group' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %0 = kiln.all_gather_rows %x group 0 : tensor<?x8xf32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}

@@ -168,7 +168,11 @@ func.func @row_exchange(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   %all = kiln.all_gather_rows %x : tensor<?x256xf32> -> tensor<?x256xf32>
   // CHECK: kiln.reduce_scatter_rows %{{.*}} : tensor<?x256xf32> -> tensor<?x256xf32>
   %mine = kiln.reduce_scatter_rows %all : tensor<?x256xf32> -> tensor<?x256xf32>
-  return %mine : tensor<?x256xf32>
+  // CHECK: kiln.all_gather_rows %{{.*}} group 2 : tensor<?x256xf32> -> tensor<?x256xf32>
+  %all2 = kiln.all_gather_rows %mine group 2 : tensor<?x256xf32> -> tensor<?x256xf32>
+  // CHECK: kiln.reduce_scatter_rows %{{.*}} group 2 : tensor<?x256xf32> -> tensor<?x256xf32>
+  %mine2 = kiln.reduce_scatter_rows %all2 group 2 : tensor<?x256xf32> -> tensor<?x256xf32>
+  return %mine2 : tensor<?x256xf32>
 }
 
 // CHECK-LABEL: func.func @sliced_weights

@@ -183,15 +183,17 @@ TEST(Contract, GeneratedTablesAgree) {
 } // namespace
 
 TEST(Signature, GatheredRows) {
-  // all_gather_rows: this rank's Tokens rows in, every rank's out.
-  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(20)}), "");
-  EXPECT_EQ(check(Kernel::ReduceScatterRows, {B(20), B(1)}), "");
-  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(1)}),
+  // all_gather_rows: this rank's Tokens rows in, every group's out.
+  const AllGatherRowsParams gather{1};
+  const ReduceScatterRowsParams scatter{1};
+  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(20)}, gather), "");
+  EXPECT_EQ(check(Kernel::ReduceScatterRows, {B(20), B(1)}, scatter), "");
+  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(1)}, gather),
             "args[1] 'out': buffer 'f1' has Tokens rows, expected Gathered "
             "(the rows of every rank of args[0] 'x')");
-  EXPECT_EQ(check(Kernel::ReduceScatterRows, {B(20), B(9)}),
+  EXPECT_EQ(check(Kernel::ReduceScatterRows, {B(20), B(9)}, scatter),
             "args[1] 'out': buffer 'f9' has Selected rows, expected Tokens");
-  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(21)}),
+  EXPECT_EQ(check(Kernel::AllGatherRows, {B(0), B(21)}, gather),
             "args[1] 'out': buffer 'g21' has 4 values per row, expected 8 (as "
             "args[0] 'x' 'f0')");
   EXPECT_STREQ(rowsKindName(RowsKind::Gathered), "Gathered");

@@ -1,12 +1,13 @@
 //===- RowExchangeMpiTest.cpp - Data-parallel plan calls over MPI ---------===//
 //
-// Run by ctest under mpirun (-np 2 and -np 3). Every rank loads its
-// rowExchangeModel() artifact (data-parallel attention) and runs the
-// prefill plan on its own tokens, rank r holding r + 1 of them, while the
-// last rank first stays idle (Model::idle joins the call with no tokens) and
-// then runs too. Each rank's hidden output must be the sum, in rank order,
-// of every rank's scaled copy of its own embedding rows (the same bits as
-// the serial sum), whatever the thread count.
+// Run by ctest under mpirun (-np 2, 3 and 4; with 4, groups of 2 ranks
+// share their tokens, as tensor parallelism inside data-parallel attention
+// has them). Every rank loads its rowExchangeModel() artifact and runs the
+// prefill plan on its group's tokens, group g holding g + 1 of them, while
+// the last group first stays idle (Model::idle joins the call with no
+// tokens) and then runs too. Each rank's hidden output must be the sum, in
+// rank order, of every rank's scaled copy of its group's embedding rows
+// (the same bits as the serial sum), whatever the thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +29,10 @@ namespace {
 
 comm::Communicator *gComm = nullptr;
 
-/// Rank r's tokens: r + 1 ids of its own.
+/// Ranks per group: 2 with 4 ranks, else 1.
+int groupSize() { return gComm->size() == 4 ? 2 : 1; }
+
+/// Group r's tokens: r + 1 ids of its own.
 std::vector<int32_t> idsOf(int r) {
   std::vector<int32_t> ids;
   for (int t = 0; t <= r; ++t)
@@ -57,8 +61,8 @@ std::vector<float> expected(const TinyModel &m, int r) {
 Result<std::vector<float>> call(Model &model, bool run) {
   std::vector<float> rows;
   if (run) {
-    std::vector<int32_t> ids = idsOf(gComm->rank()), seqs(ids.size(), 0),
-                         pos(ids.size()), sel(ids.size());
+    std::vector<int32_t> ids = idsOf(gComm->rank() / groupSize()),
+                         seqs(ids.size(), 0), pos(ids.size()), sel(ids.size());
     for (size_t t = 0; t < ids.size(); ++t)
       pos[t] = sel[t] = int32_t(t);
     PlanInputs in;
@@ -76,21 +80,22 @@ Result<std::vector<float>> call(Model &model, bool run) {
 }
 
 TEST(RowExchangeMpi, EachRankGetsTheRankOrderSumOfItsOwnRows) {
-  const int rank = gComm->rank(), last = gComm->size() - 1;
-  TinyModel m = rowExchangeModel(gComm->size(), rank);
+  const int rank = gComm->rank(), group = rank / groupSize(),
+            last = gComm->size() / groupSize() - 1;
+  TinyModel m = rowExchangeModel(gComm->size(), rank, groupSize());
   std::string path = tempPath("row-exchange.kiln");
   ASSERT_TRUE(writeTinyArtifact(path, m).isOk());
-  std::vector<float> want = expected(m, rank);
+  std::vector<float> want = expected(m, group);
   for (int threads : {1, 2}) {
     LoadOptions options;
     options.threads = threads;
     options.comm = gComm;
     auto model = Model::load(path, options);
     ASSERT_TRUE(model.isOk()) << model.status().toString();
-    // The last rank idle: the others' rows still pass through its share.
-    auto first = call(**model, rank != last);
+    // The last group idle: the others' rows still pass through its share.
+    auto first = call(**model, group != last);
     ASSERT_TRUE(first.isOk()) << first.status().toString();
-    if (rank == last) {
+    if (group == last) {
       EXPECT_TRUE(first->empty());
       EXPECT_EQ((*model)->idlePlanCalls(), 1);
     } else {

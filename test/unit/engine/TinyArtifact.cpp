@@ -97,20 +97,27 @@ TinyModel allReduceModel() {
   return m;
 }
 
-TinyModel rowExchangeModel(int ranks, int rank) {
+TinyModel rowExchangeModel(int ranks, int rank, int group) {
   TinyModel m = simpleModel();
   m.ranks = ranks;
   m.rank = rank;
   m.attentionDataParallel = true;
+  m.tensorParallel = group;
   TinyPlan &p = m.plans[0];
   p.buffers.push_back({"all", fb::DType::F32, fb::Rows::Gathered, {8}});    // 8
   p.buffers.push_back({"scaled", fb::DType::F32, fb::Rows::Gathered, {8}}); // 9
   p.buffers.push_back({"mine", fb::DType::F32, fb::Rows::Tokens, {8}}); // 10
   p.dispatches.insert(
       p.dispatches.begin() + 1,
-      {{"all_gather_rows", {B(4), B(8)}, {}, "gather"},
+      {{"all_gather_rows",
+        {B(4), B(8)},
+        abi::AllGatherRowsParams{group},
+        "gather"},
        {"scale", {B(8), B(9)}, abi::ScaleParams{float(rank + 1)}, "experts"},
-       {"reduce_scatter_rows", {B(9), B(10)}, {}, "scatter"}});
+       {"reduce_scatter_rows",
+        {B(9), B(10)},
+        abi::ReduceScatterRowsParams{group},
+        "scatter"}});
   p.dispatches[4].args[0] = B(10); // the norm reads this rank's rows
   p.outputs = {7, 10};
   return m;
@@ -254,7 +261,7 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
   auto config = fb::CreateModelConfigDirect(
       fbb, "glm_moe_dsa", "{}", model.hidden, model.vocab, 1,
       model.maxPositions, &model.eos, model.eos.empty() ? 0 : model.eos[0], 0,
-      0, model.ranks, model.rank, /*tensor_parallel=*/1,
+      0, model.ranks, model.rank, model.tensorParallel,
       model.attentionDataParallel);
   Offset<fb::Tokenizer> tokenizer =
       model.withTokenizer ? buildTokenizer(fbb) : Offset<fb::Tokenizer>();

@@ -72,8 +72,10 @@ struct TinyModel {
   /// This artifact is rank `rank` of `ranks` (ModelConfig; Model::load
   /// checks them against the communicator).
   int ranks = 1, rank = 0;
-  /// ModelConfig.attention_data_parallel (kiln-compile --dp-attention).
+  /// ModelConfig.attention_data_parallel (kiln-compile --dp-attention) and
+  /// tensor_parallel (the ranks of one data-parallel group).
   bool attentionDataParallel = false;
+  int tensorParallel = 1;
   bool withTokenizer = true;
   std::vector<TinyWeight> weights;
   std::vector<TinyCache> caches;
@@ -109,11 +111,12 @@ TinyModel attentionModel(const std::vector<std::string> &plans = {"prefill",
 /// the norm and head read that sum.
 TinyModel allReduceModel();
 /// simpleModel() under data-parallel attention, as rank `rank` of `ranks`
-/// holds it: the embedding rows of every rank are gathered (buffer 8,
-/// Gathered rows), scaled by rank + 1 (buffer 9: this rank's stand-in for
-/// its experts) and summed back to this rank's own rows (buffer 10, the
-/// hidden output that the norm and head read).
-TinyModel rowExchangeModel(int ranks, int rank);
+/// holds it, in groups of `group` ranks that share their tokens: the
+/// embedding rows of every group are gathered (buffer 8, Gathered rows),
+/// scaled by rank + 1 (buffer 9: this rank's stand-in for its share of the
+/// experts) and summed over every rank back to this group's own rows
+/// (buffer 10, the hidden output that the norm and head read).
+TinyModel rowExchangeModel(int ranks, int rank, int group = 1);
 
 /// The four standard inputs (buffers 0..3) every tiny plan starts with.
 std::vector<TinyBuffer> standardInputs();
