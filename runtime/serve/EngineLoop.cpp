@@ -38,7 +38,18 @@ int EngineLoop::placeRequest() {
   return best;
 }
 
-void EngineLoop::deliver(const std::vector<StepReport> &reports) {
+Status EngineLoop::deliver(const std::vector<StepReport> &reports) {
+  for (size_t r = 1; r < reports.size(); ++r) {
+    size_t first = r / size_t(groupSize_) * size_t(groupSize_);
+    const EngineMetrics &a = reports[r].metrics, &b = reports[first].metrics;
+    if (r != first && scheduleDigest(a) != scheduleDigest(b))
+      return makeError(StatusCode::Internal, "the engine of rank ", r,
+                       " no longer schedules as rank ", first,
+                       "'s, which runs the same requests (steps ", a.steps,
+                       " and ", b.steps, ", running ", a.running, " and ",
+                       b.running, ", waiting ", a.waiting, " and ", b.waiting,
+                       ", pages used ", a.pagesUsed, " and ", b.pagesUsed, ")");
+  }
   remoteWork_ = false;
   remoteMetrics_.resize(reports.size());
   for (size_t r = 1; r < reports.size(); ++r) {
@@ -62,6 +73,7 @@ void EngineLoop::deliver(const std::vector<StepReport> &reports) {
         remote.onFinish(out);
     }
   }
+  return Status::ok();
 }
 
 EngineLoop::~EngineLoop() { stop(/*drain=*/false); }
@@ -254,10 +266,12 @@ void EngineLoop::run() {
         return fail(turn);
       StepReport own;
       own.hasWork = engine_->hasWork();
+      own.metrics = engine_->metrics();
       Result<std::vector<StepReport>> reports = sync_->gather(own);
       if (!reports.isOk())
         return fail(reports.status());
-      deliver(*reports);
+      if (Status same = deliver(*reports); !same.isOk())
+        return fail(same);
     } else if (events.step) {
       engine_->step();
       if (sync_)

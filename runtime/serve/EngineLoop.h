@@ -126,8 +126,10 @@ private:
   /// The data-parallel group a new request runs on: the one with the
   /// fewest live requests (on a tie, the next after the last one placed).
   int placeRequest();
-  /// Sends the other ranks' tokens and finished requests to their callers.
-  void deliver(const std::vector<StepReport> &reports);
+  /// Sends the other groups' tokens and finished requests to their callers,
+  /// after checking that the ranks of each group scheduled alike (an error
+  /// naming the first rank that did not).
+  Status deliver(const std::vector<StepReport> &reports);
   std::thread thread_;
 };
 

@@ -26,12 +26,15 @@ Result<StepEvents> RankSync::receive() {
   return decodeStepEvents(words);
 }
 
+std::array<int64_t, 8> kiln::serve::scheduleDigest(const EngineMetrics &m) {
+  return {m.steps,          m.running,          m.waiting,
+          m.pagesUsed,      m.requestsFinished, m.generatedTokens,
+          m.computedTokens, m.preemptions};
+}
+
 Status RankSync::agree(const EngineMetrics &m) {
   // What every rank's engine must have done alike.
-  const std::array<int64_t, 8> mine = {
-      m.steps,          m.running,          m.waiting,
-      m.pagesUsed,      m.requestsFinished, m.generatedTokens,
-      m.computedTokens, m.preemptions};
+  const std::array<int64_t, 8> mine = scheduleDigest(m);
   std::vector<int64_t> all(mine.size() * size_t(comm_.size()));
   KILN_RETURN_IF_ERROR(comm_.allGather(mine, all));
   // Against rank 0's counters, so every rank names the same rank.

@@ -12,8 +12,8 @@
 // each request on one rank (StepEvents::placedOn); every rank steps its own
 // engine, whose plan calls meet the other ranks' in Model::run, ends the
 // turn in Engine::endTurn, and sends rank 0 its StepReport (the tokens and
-// finished requests of the requests it runs); the counters are not
-// compared, as the ranks run different requests by design.
+// finished requests of the requests it runs, and its counters, which rank
+// 0 compares between the ranks of each group: they run the same requests).
 //
 //   rank 0:   EngineLoop loop(std::move(engine), &sync);
 //   rank r:   followEngine(*engine, sync)   // returns when rank 0 stops
@@ -32,6 +32,8 @@
 #include "runtime/serve/EngineMetrics.h"
 #include "runtime/serve/StepEvents.h"
 #include "runtime/serve/StepReport.h"
+
+#include <array>
 
 namespace kiln::serve {
 
@@ -57,6 +59,10 @@ public:
 private:
   comm::Communicator &comm_;
 };
+
+/// What engines that schedule alike count alike: steps, running, waiting,
+/// pages used, finished, generated and computed tokens, preemptions.
+std::array<int64_t, 8> scheduleDigest(const EngineMetrics &m);
 
 /// A rank other than 0: applies rank 0's events to `engine`, stepping when
 /// rank 0 steps, until rank 0 stops (ok) or a collective fails (its error).

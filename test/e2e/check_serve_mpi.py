@@ -175,6 +175,32 @@ if "--dp-attention" in layout:
     check("rank %d ran %s of the requests" % (TP, own[-1] if own else "none"),
           bool(own) and int(own[-1]) > 0, log[-400:])
 
+if "--dp-attention" in layout and TP > 1:
+    # The ranks of a group must schedule alike: rank 1 gets a KV pool too
+    # small for what rank 0 (same group) admits (an MPMD launch with its own
+    # --kv-memory), and rank 0 ends the job naming it instead of answering
+    # from engines that went their own ways.
+    def section(kv):
+        return [tool("kiln-serve"), split, "--port", "0", "--threads", "1",
+                "--kv-memory", kv]
+    job, port = start_server(
+        tool("kiln-serve"), split, work, "--kv-memory", "64M", ":",
+        "-np", "1", *section("1M"), ":", "-np", str(NP - 2),
+        *section("64M"), launcher=MPIRUN + ["-np", "1"], env=ENV,
+        log_name="diverge.log")
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    try:
+        job.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        job.kill()
+    log = open(os.path.join(work, "diverge.log")).read()
+    check("a group rank whose engine schedules otherwise ends the job, named",
+          job.returncode not in (0, None) and
+          "the engine of rank 1 no longer schedules as rank 0's" in log,
+          log[-600:])
+
 if len(sys.argv) > 4 and ("--dp-attention" not in layout or NP != 2):
     sys.exit(1 if check.failures else 0)
 
