@@ -69,8 +69,8 @@ typedef int32_t I16x __attribute__((vector_size(64)));
 KILN_ATTN_INLINE F16x sum16(const F16x v[16]) {
   F16x r[8], s[4], t[2];
   for (int k = 0; k < 8; ++k)
-    r[k] = KILN_SHUFFLE(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16,
-                        17, 18, 19, 20, 21, 22, 23) +
+    r[k] = KILN_SHUFFLE(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17,
+                        18, 19, 20, 21, 22, 23) +
            KILN_SHUFFLE(v[2 * k], v[2 * k + 1], 8, 9, 10, 11, 12, 13, 14, 15,
                         24, 25, 26, 27, 28, 29, 30, 31);
   for (int k = 0; k < 4; ++k)
@@ -83,10 +83,10 @@ KILN_ATTN_INLINE F16x sum16(const F16x v[16]) {
                         17, 20, 21, 24, 25, 28, 29) +
            KILN_SHUFFLE(s[2 * k], s[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18,
                         19, 22, 23, 26, 27, 30, 31);
-  return KILN_SHUFFLE(t[0], t[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
-                      24, 26, 28, 30) +
-         KILN_SHUFFLE(t[0], t[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23,
-                      25, 27, 29, 31);
+  return KILN_SHUFFLE(t[0], t[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24,
+                      26, 28, 30) +
+         KILN_SHUFFLE(t[0], t[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25,
+                      27, 29, 31);
 }
 
 /// out[x * ldOut + y] = a[x] . b[y] (n long) for x < A, y < B: A + B loads

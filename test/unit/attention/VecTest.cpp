@@ -39,8 +39,9 @@ TEST(Vec, Sum16MakesSumsAdditions) {
     F16x v[16];
     for (auto &x : v)
       for (int l = 0; l < 16; ++l)
-        x[l] = round % 3 == 0 ? wild(rng) : float(int(rng() % 2001) - 1000) *
-                                                (1.0f + 1e-7f * float(l));
+        x[l] = round % 3 == 0 ? wild(rng)
+                              : float(int(rng() % 2001) - 1000) *
+                                    (1.0f + 1e-7f * float(l));
     float lanes[16];
     store(lanes, sum16(v));
     for (int k = 0; k < 16; ++k)
