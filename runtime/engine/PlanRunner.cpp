@@ -565,6 +565,17 @@ Status PlanRunner::groupAllReduce(const Step &s) {
                 "group of ",
                 ctx_.rowGroup, " ranks and Tokens rows, found group ", group,
                 " and ", abi::rowsKindName(abi::RowsKind(b.rows)), " rows");
+  // The ranks of a group run the same tokens; ranks whose engines went
+  // their own ways are named, not summed past the end of their parts.
+  // Every rank checks every group (they all hold the same counts), so all
+  // of them fail here together instead of some waiting in the collective.
+  for (size_t r = 0; r < n; ++r)
+    if (size_t lead = r / size_t(group) * size_t(group);
+        ranks[r] != ranks[lead])
+      return fail("ranks ", lead, " and ", r,
+                  " of one data-parallel group run ", ranks[lead], " and ",
+                  ranks[r], " tokens");
+  const size_t first = size_t(ctx_.comm->rank() / group * group);
   // Every rank's part (each group its own row count), then this group's
   // parts added in rank order, as allReduceSum adds.
   const size_t width = size_t(b.rowElems), mine = size_t(tokens_) * width;
@@ -578,7 +589,6 @@ Status PlanRunner::groupAllReduce(const Step &s) {
                                     comm::Span<float>(all, total), counts);
   if (!st.isOk())
     return fail(st.message());
-  const size_t first = size_t(ctx_.comm->rank() / group * group);
   size_t at = 0;
   for (size_t r = 0; r < first; ++r)
     at += counts[r];
