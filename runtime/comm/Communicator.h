@@ -244,6 +244,22 @@ private:
 void sumInRankOrder(const void *gathered, void *out, size_t count, int ranks,
                     DataType type);
 
+/// `root`'s `words`, whatever their length, on every rank: the length is
+/// broadcast first, then the words. A length below 0 or over `limit` is
+/// DataLoss on the receivers, naming `what` ("step events of -5 words from
+/// rank 0").
+template <typename T>
+Status broadcastVector(Communicator &comm, std::vector<T> &words, int root,
+                       const char *what, int64_t limit = int64_t(1) << 32) {
+  std::vector<int64_t> size = {int64_t(words.size())};
+  KILN_RETURN_IF_ERROR(comm.broadcast(size, root));
+  if (size[0] < 0 || size[0] > limit)
+    return makeError(StatusCode::DataLoss, what, " of ", size[0],
+                     " words from rank ", root);
+  words.resize(size_t(size[0]));
+  return comm.broadcast(words, root);
+}
+
 /// Every rank's `mine`, whatever its length (zero included), in rank order,
 /// on every rank: an all-gather of the lengths, then allGatherV.
 template <typename T>

@@ -482,29 +482,12 @@ Status PlanRunner::execute(const Step &s) {
     }
     return Status::ok();
   }
-  case Kernel::AllReduce: {
-    // The fixed-order sum of runtime/comm: the same bits whatever the
-    // timing. One rank: a copy.
-    size_t n = size_t(rows(0) * elems(0));
-    float *out = f32(buf(1));
-    if (!ctx_.comm || ctx_.comm->size() == 1) {
-      if (buf(1) != buf(0))
-        std::memcpy(out, f32(buf(0)), n * sizeof(float));
-      return Status::ok();
-    }
-    if (ctx_.rankTokens && !ctx_.rankTokens->empty())
-      return groupAllReduce(s);
-    Status sum = ctx_.comm->allReduceSum(
-        comm::Span<const float>(f32(buf(0)), n), comm::Span<float>(out, n),
-        int(s.get<abi::AllReduceParams>().group));
-    if (!sum.isOk())
-      return fail(StatusCode::Unavailable, sum.message());
-    return Status::ok();
-  }
+  case Kernel::AllReduce:
   case Kernel::AllGatherRows:
-    return allGatherRows(s);
   case Kernel::ReduceScatterRows:
-    return reduceScatterRows(s);
+    if (Status st = collective(s); !st.isOk())
+      return fail(StatusCode::Unavailable, st.message());
+    return Status::ok();
   case Kernel::Count:
     break;
   }
@@ -513,7 +496,7 @@ Status PlanRunner::execute(const Step &s) {
 
 namespace {
 
-/// The data-parallel groups of an exchange: each group's tokens (those of
+/// The data-parallel groups of a collective: each group's tokens (those of
 /// its first rank; every rank of a group runs the same ones) and where its
 /// rows start among the gathered ones.
 struct RowGroups {
@@ -522,12 +505,14 @@ struct RowGroups {
   size_t of(int rank) const { return size_t(rank / size); }
 };
 
+/// Every rank holds the same counts (Model::meet), so every rank fails here
+/// alike, before any rank enters the collective.
 Result<RowGroups> rowGroups(const std::vector<int64_t> &rankTokens,
                             int64_t size, int64_t declared) {
   if (declared != size || size < 1 || rankTokens.size() % size_t(size) != 0)
-    return makeError(StatusCode::FailedPrecondition, "the plan exchanges rows ",
-                     "in groups of ", declared, " ranks, but the artifact's ",
-                     "data-parallel groups have ", size, " of ",
+    return makeError(StatusCode::FailedPrecondition, "the plan sums or ",
+                     "exchanges rows in groups of ", declared, " ranks, but ",
+                     "the artifact's data-parallel groups have ", size, " of ",
                      rankTokens.size());
   RowGroups g;
   g.size = size;
@@ -547,134 +532,89 @@ Result<RowGroups> rowGroups(const std::vector<int64_t> &rankTokens,
 
 } // namespace
 
-Status PlanRunner::groupAllReduce(const Step &s) {
-  uint32_t in = s.args[0].index(), out = s.args[1].index();
-  const BufferInfo &b = plan_->buffers()[in];
-  const std::vector<int64_t> &ranks = *ctx_.rankTokens;
-  const size_t n = ranks.size();
-  const int64_t group = s.get<abi::AllReduceParams>().group;
-  auto fail = [&](const auto &...why) {
-    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
-                     "' dispatches[", s.dispatch, "] all_reduce: ", why...);
-  };
-  // The groups run different tokens: only a sum inside a group, of rows
-  // that are tokens, means anything.
-  if (b.rows != fb::Rows::Tokens || group < 1 || group >= int64_t(n) ||
-      group != ctx_.rowGroup)
-    return fail("under data-parallel attention a sum runs over this rank's "
-                "group of ",
-                ctx_.rowGroup, " ranks and Tokens rows, found group ", group,
-                " and ", abi::rowsKindName(abi::RowsKind(b.rows)), " rows");
-  // The ranks of a group run the same tokens; ranks whose engines went
-  // their own ways are named, not summed past the end of their parts.
-  // Every rank checks every group (they all hold the same counts), so all
-  // of them fail here together instead of some waiting in the collective.
-  for (size_t r = 0; r < n; ++r)
-    if (size_t lead = r / size_t(group) * size_t(group);
-        ranks[r] != ranks[lead])
-      return fail("ranks ", lead, " and ", r,
-                  " of one data-parallel group run ", ranks[lead], " and ",
-                  ranks[r], " tokens");
-  const size_t first = size_t(ctx_.comm->rank() / group * group);
-  // Every rank's part (each group its own row count), then this group's
-  // parts added in rank order, as allReduceSum adds.
-  const size_t width = size_t(b.rowElems), mine = size_t(tokens_) * width;
-  comm::Counts counts(n);
-  size_t total = 0;
-  for (size_t r = 0; r < n; ++r)
-    total += counts[r] = size_t(ranks[r]) * width;
+Status PlanRunner::collective(const Step &s) {
+  const uint32_t in = s.args[0].index(), out = s.args[1].index();
+  const size_t width = size_t(plan_->buffers()[in].rowElems);
+  const size_t n = size_t(rowCount(in)) * width;
+  const bool multiRank = ctx_.comm && ctx_.comm->size() > 1;
+  const bool dataParallel =
+      multiRank && ctx_.rankTokens && !ctx_.rankTokens->empty();
+  // One rank (for the exchanges: ranks that all run the same tokens): a
+  // copy.
+  if (!multiRank || (s.kernel != Kernel::AllReduce && !dataParallel)) {
+    if (out != in)
+      std::memcpy(f32(out), f32(in), n * sizeof(float));
+    return Status::ok();
+  }
+  // The fixed-order sum of runtime/comm: the same bits whatever the timing.
+  if (!dataParallel)
+    return ctx_.comm->allReduceSum(comm::Span<const float>(f32(in), n),
+                                   comm::Span<float>(f32(out), n),
+                                   int(s.get<abi::AllReduceParams>().group));
+  const int64_t declared = s.kernel == Kernel::AllReduce
+                               ? s.get<abi::AllReduceParams>().group
+                           : s.kernel == Kernel::AllGatherRows
+                               ? s.get<abi::AllGatherRowsParams>().group
+                               : s.get<abi::ReduceScatterRowsParams>().group;
+  KILN_ASSIGN_OR_RETURN(RowGroups g,
+                        rowGroups(*ctx_.rankTokens, ctx_.rowGroup, declared));
+  const std::vector<int64_t> &tokens = *ctx_.rankTokens;
+  const size_t size = tokens.size(), mine = size_t(tokens_) * width;
+  const size_t gathered = size_t(gathered_) * width;
   cpu::Arena::Scope scope(*ctx_.arena);
-  float *all = ctx_.arena->alloc<float>(int64_t(std::max<size_t>(total, 1)));
-  Status st = ctx_.comm->allGatherV(comm::Span<const float>(f32(in), mine),
-                                    comm::Span<float>(all, total), counts);
-  if (!st.isOk())
-    return fail(st.message());
-  size_t at = 0;
-  for (size_t r = 0; r < first; ++r)
-    at += counts[r];
-  float *sum = f32(out);
-  std::memcpy(sum, all + at, mine * sizeof(float));
-  for (size_t r = first + 1; r < first + size_t(group); ++r) {
-    at += counts[r - 1];
-    for (size_t i = 0; i < mine; ++i)
-      sum[i] += all[at + i];
-  }
-  return Status::ok();
-}
 
-Status PlanRunner::allGatherRows(const Step &s) {
-  uint32_t in = s.args[0].index(), out = s.args[1].index();
-  size_t width = size_t(plan_->buffers()[in].rowElems);
-  size_t mine = size_t(rowCount(in)) * width;
-  const std::vector<int64_t> *ranks = ctx_.rankTokens;
-  // One rank (or ranks that run the same tokens): the rows are this rank's.
-  if (!ctx_.comm || ctx_.comm->size() == 1 || !ranks || ranks->empty()) {
-    std::memcpy(f32(out), f32(in), mine * sizeof(float));
+  if (s.kernel == Kernel::AllGatherRows) {
+    // The first rank of each group sends the group's rows.
+    comm::Counts counts(size, 0);
+    for (size_t r = 0; r < size; r += size_t(g.size))
+      counts[r] = g.tokens[g.of(int(r))] * width;
+    const bool sends = ctx_.comm->rank() % g.size == 0;
+    return ctx_.comm->allGatherV(
+        comm::Span<const float>(f32(in), sends ? mine : 0),
+        comm::Span<float>(f32(out), gathered), counts);
+  }
+
+  if (s.kernel == Kernel::AllReduce) {
+    // A sum inside this rank's group, whose row count differs from other
+    // groups': every rank's part, then this group's parts (consecutive,
+    // of one size) added in rank order.
+    if (plan_->buffers()[in].rows != fb::Rows::Tokens)
+      return makeError(
+          StatusCode::FailedPrecondition,
+          "under data-parallel attention a sum runs over "
+          "Tokens rows, found ",
+          abi::rowsKindName(abi::RowsKind(plan_->buffers()[in].rows)), " rows");
+    comm::Counts counts(size);
+    size_t total = 0;
+    for (size_t r = 0; r < size; ++r)
+      total += counts[r] = size_t(tokens[r]) * width;
+    float *all = ctx_.arena->alloc<float>(int64_t(std::max<size_t>(total, 1)));
+    KILN_RETURN_IF_ERROR(
+        ctx_.comm->allGatherV(comm::Span<const float>(f32(in), mine),
+                              comm::Span<float>(all, total), counts));
+    const size_t group = g.of(ctx_.comm->rank());
+    comm::sumInRankOrder(all + g.offsets[group] * size_t(g.size) * width,
+                         f32(out), mine, int(g.size), comm::DataType::F32);
     return Status::ok();
   }
-  auto fail = [&](const Status &st) {
-    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
-                     "' dispatches[", s.dispatch,
-                     "] all_gather_rows: ", st.message());
-  };
-  Result<RowGroups> groups =
-      rowGroups(*ranks, ctx_.rowGroup, s.get<abi::AllGatherRowsParams>().group);
-  if (!groups.isOk())
-    return fail(groups.status());
-  // The first rank of each group sends the group's rows.
-  comm::Counts counts(ranks->size(), 0);
-  for (size_t r = 0; r < ranks->size(); r += size_t(groups->size))
-    counts[r] = groups->tokens[groups->of(int(r))] * width;
-  const bool sends = ctx_.comm->rank() % groups->size == 0;
-  Status st = ctx_.comm->allGatherV(
-      comm::Span<const float>(f32(in), sends ? mine : 0),
-      comm::Span<float>(f32(out), size_t(gathered_) * width), counts);
-  return st.isOk() ? Status::ok() : fail(st);
-}
 
-Status PlanRunner::reduceScatterRows(const Step &s) {
-  uint32_t in = s.args[0].index(), out = s.args[1].index();
-  size_t width = size_t(plan_->buffers()[in].rowElems);
-  size_t mine = size_t(tokens_) * width;
-  const std::vector<int64_t> *ranks = ctx_.rankTokens;
-  if (!ctx_.comm || ctx_.comm->size() == 1 || !ranks || ranks->empty()) {
-    std::memcpy(f32(out), f32(in), mine * sizeof(float));
-    return Status::ok();
-  }
-  auto fail = [&](const Status &st) {
-    return makeError(StatusCode::Unavailable, "plan '", plan_->name(),
-                     "' dispatches[", s.dispatch,
-                     "] reduce_scatter_rows: ", st.message());
-  };
-  Result<RowGroups> groups = rowGroups(
-      *ranks, ctx_.rowGroup, s.get<abi::ReduceScatterRowsParams>().group);
-  if (!groups.isOk())
-    return fail(groups.status());
-  // Every rank sends each peer that peer's group's rows of its partial
-  // result and receives its own group's rows from every peer; they are
-  // added in rank order, as allReduceSum adds, so the bits do not depend
-  // on timing.
-  const size_t n = ranks->size();
-  comm::Counts sendCounts(n), sendDispls(n), recvCounts(n), recvDispls(n);
-  for (size_t p = 0; p < n; ++p) {
-    sendCounts[p] = groups->tokens[groups->of(int(p))] * width;
-    sendDispls[p] = groups->offsets[groups->of(int(p))] * width;
+  // reduce_scatter_rows: every rank sends each peer that peer's group's rows
+  // of its partial result and receives its own group's rows from every
+  // peer, added in rank order.
+  comm::Counts sendCounts(size), sendDispls(size), recvCounts(size),
+      recvDispls(size);
+  for (size_t p = 0; p < size; ++p) {
+    sendCounts[p] = g.tokens[g.of(int(p))] * width;
+    sendDispls[p] = g.offsets[g.of(int(p))] * width;
     recvCounts[p] = mine;
     recvDispls[p] = p * mine;
   }
-  cpu::Arena::Scope scope(*ctx_.arena);
   float *parts =
-      ctx_.arena->alloc<float>(int64_t(std::max<size_t>(n * mine, 1)));
-  Status st = ctx_.comm->allToAllV(
-      comm::Span<const float>(f32(in), size_t(gathered_) * width), sendCounts,
-      sendDispls, comm::Span<float>(parts, n * mine), recvCounts, recvDispls);
-  if (!st.isOk())
-    return fail(st);
-  float *sum = f32(out);
-  std::memcpy(sum, parts, mine * sizeof(float));
-  for (size_t p = 1; p < n; ++p)
-    for (size_t i = 0; i < mine; ++i)
-      sum[i] += parts[p * mine + i];
+      ctx_.arena->alloc<float>(int64_t(std::max<size_t>(size * mine, 1)));
+  KILN_RETURN_IF_ERROR(ctx_.comm->allToAllV(
+      comm::Span<const float>(f32(in), gathered), sendCounts, sendDispls,
+      comm::Span<float>(parts, size * mine), recvCounts, recvDispls));
+  comm::sumInRankOrder(parts, f32(out), mine, int(size), comm::DataType::F32);
   return Status::ok();
 }
 

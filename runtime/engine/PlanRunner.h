@@ -96,11 +96,10 @@ private:
   /// there is one rank).
   int64_t gatheredTokens(int64_t tokens) const;
   Status runSteps(const PlanInputs *in);
-  /// all_reduce under data-parallel attention: a sum inside this rank's
-  /// group, whose row count differs from other groups'.
-  Status groupAllReduce(const Step &step);
-  Status allGatherRows(const Step &step);
-  Status reduceScatterRows(const Step &step);
+  /// all_reduce, all_gather_rows and reduce_scatter_rows: on one rank a
+  /// copy; under data-parallel attention over the groups of
+  /// ExecContext::rankTokens, whose row counts differ between groups.
+  Status collective(const Step &step);
   int64_t rowCount(uint32_t buffer) const;
   float *f32(uint32_t buffer) const {
     return reinterpret_cast<float *>(data_[buffer]);

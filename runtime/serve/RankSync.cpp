@@ -10,19 +10,12 @@ using namespace kiln::serve;
 
 Status RankSync::publish(const StepEvents &events) {
   std::vector<int64_t> words = encodeStepEvents(events);
-  std::array<int64_t, 1> size = {int64_t(words.size())};
-  KILN_RETURN_IF_ERROR(comm_.broadcast(size, 0));
-  return comm_.broadcast(words, 0);
+  return comm::broadcastVector(comm_, words, 0, "step events");
 }
 
 Result<StepEvents> RankSync::receive() {
-  std::array<int64_t, 1> size = {0};
-  KILN_RETURN_IF_ERROR(comm_.broadcast(size, 0));
-  if (size[0] < 0 || size[0] > (int64_t(1) << 32))
-    return makeError(StatusCode::DataLoss, "step events of ", size[0],
-                     " words from rank 0");
-  std::vector<int64_t> words(static_cast<size_t>(size[0]));
-  KILN_RETURN_IF_ERROR(comm_.broadcast(words, 0));
+  std::vector<int64_t> words;
+  KILN_RETURN_IF_ERROR(comm::broadcastVector(comm_, words, 0, "step events"));
   return decodeStepEvents(words);
 }
 

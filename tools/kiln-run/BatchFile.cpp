@@ -3,6 +3,7 @@
 #include "tools/kiln-run/BatchFile.h"
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/serve/WireWords.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +12,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -101,42 +101,32 @@ std::string dump(const json &j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-/// Text as int32 words for the collectives (which move numbers): the byte
-/// count first, then the bytes, four to a word.
-std::vector<int32_t> packText(const std::string &text) {
-  std::vector<int32_t> words(1 + (text.size() + 3) / 4, 0);
-  words[0] = int32_t(text.size());
-  std::memcpy(words.data() + 1, text.data(), text.size());
-  return words;
-}
-
-std::string unpackText(const int32_t *words) {
-  return std::string(reinterpret_cast<const char *>(words + 1),
-                     size_t(words[0]));
-}
-
-/// Rank 0's `text` on every rank.
-Status broadcastText(comm::Communicator &comm, std::string &text) {
-  std::array<int64_t, 1> size = {int64_t(text.size())};
-  KILN_RETURN_IF_ERROR(comm.broadcast(size, 0));
-  if (size[0] > (int64_t(1) << 31) - 16)
-    return makeError(StatusCode::InvalidArgument, "the batch file has ",
-                     size[0], " bytes, more than 2 GiB");
-  text.resize(size_t(size[0]));
-  std::vector<int32_t> words = packText(text);
-  KILN_RETURN_IF_ERROR(comm.broadcast(words, 0));
-  text = unpackText(words.data());
-  return Status::ok();
+/// Rank 0's `readable` and `text` (the batch file) on every rank.
+Status shareFile(comm::Communicator &comm, bool &readable, std::string &text) {
+  serve::wire::Writer w;
+  w.flag(readable);
+  w.text(text);
+  std::vector<int64_t> words = std::move(w.words);
+  KILN_RETURN_IF_ERROR(comm::broadcastVector(comm, words, 0, "the batch file"));
+  serve::wire::Reader r(words);
+  readable = r.flag("readable flag");
+  text = r.text("batch file");
+  return r.finish("the batch file");
 }
 
 /// Every rank's `text`, in rank order, on every rank.
 Result<std::vector<std::string>> gatherText(comm::Communicator &comm,
                                             const std::string &text) {
-  KILN_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> parts,
-                        comm::allGatherParts(comm, packText(text)));
+  serve::wire::Writer w;
+  w.text(text);
+  KILN_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> parts,
+                        comm::allGatherParts(comm, w.words));
   std::vector<std::string> texts;
-  for (const std::vector<int32_t> &words : parts)
-    texts.push_back(unpackText(words.data()));
+  for (const std::vector<int64_t> &words : parts) {
+    serve::wire::Reader r(words);
+    texts.push_back(r.text("results"));
+    KILN_RETURN_IF_ERROR(r.finish("a rank's results"));
+  }
   return texts;
 }
 
@@ -155,22 +145,21 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
             ranks = split ? comm->size() / groupSize : 1;
   std::string text;
   bool readable = true;
-  if (rank == 0) {
+  if (!split || comm->rank() == 0) {
     std::ifstream file(o.input, std::ios::binary);
+    readable = bool(file);
     std::ostringstream bytes;
-    readable = bool(file) && bool(bytes << file.rdbuf());
+    if (readable && file.peek() != std::ifstream::traits_type::eof())
+      bytes << file.rdbuf(); // (an empty file reads as no requests)
+    if (file.bad())
+      return makeError(StatusCode::DataLoss, o.input, ": read error");
     text = bytes.str();
   }
-  if (split) {
-    std::array<int32_t, 1> ok = {readable ? 1 : 0};
-    KILN_RETURN_IF_ERROR(comm->broadcast(ok, 0));
-    readable = ok[0] != 0;
-  }
+  if (split)
+    KILN_RETURN_IF_ERROR(shareFile(*comm, readable, text));
   if (!readable)
     return makeError(StatusCode::NotFound, o.input,
                      ": cannot open the batch file");
-  if (split)
-    KILN_RETURN_IF_ERROR(broadcastText(*comm, text));
   std::istringstream in(text);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                         Engine::create(model, o.engine));

@@ -7,7 +7,9 @@
 // the last group first stays idle (Model::idle joins the call with no
 // tokens) and then runs too. Each rank's hidden output must be the sum, in
 // rank order, of every rank's scaled copy of its group's embedding rows
-// (the same bits as the serial sum), whatever the thread count.
+// (the same bits as the serial sum), whatever the thread count. Then the
+// errors: a group size the artifact does not have, ranks of one group with
+// different tokens, a group sum over rows that are not tokens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,12 +59,15 @@ std::vector<float> expected(const TinyModel &m, int r) {
 }
 
 /// One data-parallel call: this rank's rows of the result, or none when
-/// `run` is false (the rank joins with no tokens).
-Result<std::vector<float>> call(Model &model, bool run) {
+/// `run` is false (the rank joins with no tokens). The tokens are its
+/// group's, or `ids` when given.
+Result<std::vector<float>> call(Model &model, bool run,
+                                std::vector<int32_t> ids = {}) {
   std::vector<float> rows;
   if (run) {
-    std::vector<int32_t> ids = idsOf(gComm->rank() / groupSize()),
-                         seqs(ids.size(), 0), pos(ids.size()), sel(ids.size());
+    if (ids.empty())
+      ids = idsOf(gComm->rank() / groupSize());
+    std::vector<int32_t> seqs(ids.size(), 0), pos(ids.size()), sel(ids.size());
     for (size_t t = 0; t < ids.size(); ++t)
       pos[t] = sel[t] = int32_t(t);
     PlanInputs in;
@@ -112,6 +117,73 @@ TEST(RowExchangeMpi, EachRankGetsTheRankOrderSumOfItsOwnRows) {
         << "rank " << rank << ", " << threads << " threads";
   }
   std::remove(path.c_str());
+}
+
+/// Loads `m` as this rank's artifact and makes one call in which every
+/// rank runs `ids` (its group's when empty); the status every rank gets.
+Status callOnce(const TinyModel &m, std::vector<int32_t> ids = {}) {
+  std::string path = tempPath("row-exchange-bad.kiln");
+  KILN_RETURN_IF_ERROR(writeTinyArtifact(path, m));
+  LoadOptions options;
+  options.comm = gComm;
+  Result<std::unique_ptr<Model>> model = Model::load(path, options);
+  std::remove(path.c_str());
+  if (!model.isOk())
+    return model.status();
+  return call(**model, true, std::move(ids)).status();
+}
+
+TEST(RowExchangeMpi, AGroupSizeTheArtifactDoesNotHaveIsNamed) {
+  // The exchange declares groups of 2, the artifact's groups have 1 rank.
+  TinyModel m = rowExchangeModel(gComm->size(), gComm->rank(), 1);
+  m.plans[0].dispatches[1].params = kiln::abi::AllGatherRowsParams{2};
+  Status st = callOnce(m);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("all_gather_rows: the plan sums or exchanges "
+                              "rows in groups of 2 ranks, but the artifact's "
+                              "data-parallel groups have 1 of " +
+                              std::to_string(gComm->size())),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(RowExchangeMpi, RanksOfOneGroupWithOtherTokensAreNamed) {
+  if (groupSize() == 1)
+    GTEST_SKIP() << "needs groups of 2 (-np 4)";
+  // Ranks 0 and 1 share a group but run 1 and 2 tokens: every rank fails
+  // before the collective, naming them.
+  TinyModel m = rowExchangeModel(gComm->size(), gComm->rank(), groupSize());
+  Status st = callOnce(m, idsOf(gComm->rank()));
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("ranks 0 and 1 of one data-parallel group run 1 "
+                              "and 2 tokens"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(RowExchangeMpi, AGroupSumOverSelectedRowsIsRefused) {
+  // An all_reduce of the selected rows: under data-parallel attention only
+  // the Tokens rows of a group are summed.
+  TinyModel m = rowExchangeModel(gComm->size(), gComm->rank(), 1);
+  TinyPlan &p = m.plans[0];
+  p.buffers.push_back({"summed", fb::DType::F32, fb::Rows::Selected, {8}});
+  uint32_t summed = uint32_t(p.buffers.size() - 1);
+  for (size_t i = 0; i < p.dispatches.size(); ++i)
+    if (p.dispatches[i].kernel == "take_rows") {
+      p.dispatches.insert(p.dispatches.begin() + long(i) + 1,
+                          {"all_reduce",
+                           {B(6), B(summed)},
+                           kiln::abi::AllReduceParams{1},
+                           "sum"});
+      p.dispatches[i + 2].args[0] = B(summed); // lm_head reads the sum
+      break;
+    }
+  Status st = callOnce(m);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("all_reduce: under data-parallel attention a sum "
+                              "runs over Tokens rows, found Selected rows"),
+            std::string::npos)
+      << st.message();
 }
 
 } // namespace
