@@ -29,12 +29,14 @@ LLVM_PREFIXES = ("llvm/", "llvm-c/", "mlir/", "mlir-c/", "lld/", "clang/")
 
 # What the compiler may include from runtime/: the artifact schema (the
 # header flatc generates from kiln_artifact.fbs), its file header, the writer
-# that streams it and the codec of its Tokenizer table.
+# that streams it, the writers of its Plan and Cache tables and the codec of
+# its Tokenizer table.
 SCHEMA = {
     "runtime/artifact/kiln_artifact_generated.h",
     "runtime/artifact/ArtifactFormat.h",
     "runtime/artifact/ArtifactWriter.h",
     "runtime/artifact/KernelParamsFb.h",
+    "runtime/artifact/PlanTable.h",
     "runtime/artifact/TokenizerTable.h",
 }
 

@@ -13,7 +13,7 @@
 #include "passes/emit/ProgramSpec.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/ArtifactWriter.h"
-#include "runtime/artifact/KernelParamsFb.h"
+#include "runtime/artifact/PlanTable.h"
 #include "runtime/artifact/TokenizerTable.h"
 #include "support/tokenizer/TokenizerData.h"
 
@@ -75,55 +75,6 @@ buildConfig(flatbuffers::FlatBufferBuilder &fbb, const ModelFacts &model,
   b.add_tensor_parallel(options.tensorParallel);
   b.add_attention_data_parallel(options.attentionDataParallel);
   return b.Finish();
-}
-
-fb::Rows rowsOf(uint8_t rows) { return static_cast<fb::Rows>(rows); }
-
-/// `kernelOf[i]`: the artifact kernel of dispatch i.
-flatbuffers::Offset<fb::Plan> buildPlan(flatbuffers::FlatBufferBuilder &fbb,
-                                        const PlanSpec &plan,
-                                        const std::vector<uint32_t> &kernelOf) {
-  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
-  for (const BufferSpec &b : plan.buffers) {
-    auto name = fbb.CreateString(b.name);
-    auto shape = fbb.CreateVector(b.rowShape);
-    fb::BufferBuilder bb(fbb);
-    bb.add_name(name);
-    bb.add_dtype(b.i32 ? fb::DType::I32 : fb::DType::F32);
-    bb.add_rows(rowsOf(b.rows));
-    bb.add_row_shape(shape);
-    buffers.push_back(bb.Finish());
-  }
-  std::vector<flatbuffers::Offset<fb::Dispatch>> dispatches;
-  for (size_t i = 0; i < plan.dispatches.size(); ++i) {
-    const DispatchSpec &d = plan.dispatches[i];
-    std::vector<fb::Arg> args;
-    for (const ArgSpec &a : d.args)
-      args.emplace_back(static_cast<fb::ArgKind>(a.kind), a.index);
-    auto argsVec = fbb.CreateVectorOfStructs(args);
-    auto [paramsType, params] = abi::writeParams(fbb, d.params);
-    auto loc = fbb.CreateString(d.location);
-    fb::DispatchBuilder db(fbb);
-    db.add_kernel(kernelOf[i]);
-    db.add_args(argsVec);
-    db.add_params_type(paramsType);
-    if (!params.IsNull())
-      db.add_params(params);
-    db.add_location(loc);
-    dispatches.push_back(db.Finish());
-  }
-  auto name = fbb.CreateString(plan.name);
-  auto bufVec = fbb.CreateVector(buffers);
-  auto inputs = fbb.CreateVector(plan.inputs);
-  auto outputs = fbb.CreateVector(plan.outputs);
-  auto dispVec = fbb.CreateVector(dispatches);
-  fb::PlanBuilder pb(fbb);
-  pb.add_name(name);
-  pb.add_buffers(bufVec);
-  pb.add_inputs(inputs);
-  pb.add_outputs(outputs);
-  pb.add_dispatches(dispVec);
-  return pb.Finish();
 }
 
 /// A dispatch's launches on one GPU target.
@@ -238,16 +189,8 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   }
   // Caches.
   std::vector<flatbuffers::Offset<fb::Cache>> caches;
-  for (const CacheSpec &c : program.caches) {
-    auto name = fbb.CreateString(c.name);
-    auto owner = fbb.CreateString(c.owner);
-    fb::CacheBuilder cb(fbb);
-    cb.add_name(name);
-    cb.add_width(c.width);
-    cb.add_dtype(c.bf16 ? fb::DType::BF16 : fb::DType::F32);
-    cb.add_plan(owner);
-    caches.push_back(cb.Finish());
-  }
+  for (const CacheSpec &c : program.caches)
+    caches.push_back(artifact::writeCache(fbb, c));
   // How each dispatch runs on a GPU (chip-independent), by key; the kernel
   // table gets one entry per kernel the plans use and GPU lowering (none
   // for a cpu-only artifact).
@@ -353,7 +296,7 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
     for (size_t j = 0; j < p.dispatches.size(); ++j)
       kernelOf.push_back(
           kernelIndex.at(std::make_pair(p.dispatches[j].kernel, keys[i][j])));
-    plans.push_back(buildPlan(fbb, p, kernelOf));
+    plans.push_back(artifact::writePlan(fbb, p, kernelOf));
     hasDraft |= p.name == "draft";
   }
   KILN_ASSIGN_OR_RETURN(auto tokenizerTable, artifact::tokenizerToFlatbuffer(

@@ -47,12 +47,6 @@ const StreamedWeight &GpuDispatchContext::stored(size_t i) const {
 const CacheSpec &GpuDispatchContext::cache(size_t i) const {
   return program.caches[dispatch.args[i].index];
 }
-uint8_t GpuDispatchContext::rowKind() const {
-  for (size_t i = 0; i < dispatch.args.size(); ++i)
-    if (isBuffer(i))
-      return buffer(i).rows;
-  return 0;
-}
 
 std::optional<GpuDispatchLowering>
 kiln::emit::lowerGpuDispatch(const GpuDispatchContext &context) {

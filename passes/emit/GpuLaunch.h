@@ -117,8 +117,6 @@ struct GpuDispatchContext {
   const WeightSpec &weight(size_t i) const;
   const StreamedWeight &stored(size_t i) const;
   const CacheSpec &cache(size_t i) const;
-  /// The row kind (fb::Rows) of the dispatch's first Buffer argument.
-  uint8_t rowKind() const;
 };
 
 // Per family; nullopt when the dispatch's shape has no GPU kernel. Basic:

@@ -134,7 +134,7 @@ struct Lowerer {
           return std::nullopt;
         bc = w.shape[0];
       } else if (c.isBuffer(other) && !c.buffer(other).i32 &&
-                 c.buffer(other).rows == uint8_t(fb::Rows::One)) {
+                 c.buffer(other).rows == abi::RowsKind::One) {
         bc = c.bufferElems(other);
       } else {
         return std::nullopt;

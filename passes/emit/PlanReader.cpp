@@ -14,13 +14,6 @@ using namespace mlir;
 using namespace kiln;
 using namespace kiln::emit;
 
-int64_t BufferSpec::rowElems() const {
-  int64_t n = 1;
-  for (int64_t d : rowShape)
-    n *= d;
-  return n;
-}
-
 namespace {
 
 Result<ElemType> elemType(plan::WeightOp w) {
@@ -94,7 +87,7 @@ Result<ProgramSpec> kiln::emit::readPrograms(ModuleOp module) {
         if (b.getInput())
           spec.inputs.push_back(index[b]);
         spec.buffers.push_back(
-            {b.getName().str(), uint8_t(b.getRows()),
+            {b.getName().str(), static_cast<abi::RowsKind>(b.getRows()),
              b.getElementType().isInteger(32),
              std::vector<int64_t>(b.getRow().begin(), b.getRow().end())});
       } else if (auto d = dyn_cast<plan::DispatchOp>(op)) {

@@ -13,6 +13,7 @@
 
 #include "support/Status.h"
 #include "support/abi/KernelAbi.h"
+#include "support/abi/Program.h"
 #include "support/abi/Signature.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -47,38 +48,14 @@ struct WeightSpec {
   int64_t sliceFirst = 0;          // source's [first, first + shape[axis])
 };
 
-struct BufferSpec {
-  std::string name;
-  uint8_t rows = 0; // fb::Rows
-  bool i32 = false; // else f32
-  std::vector<int64_t> rowShape;
-  int64_t rowElems() const;
-};
-
+// The plan level's structs, shared with the runtime's tests (one
+// declaration, support/abi/Program.h).
+using abi::BufferSpec;
+using abi::CacheSpec;
+using abi::DispatchSpec;
+using abi::PlanSpec;
 using ArgKind = abi::RefKind;
 using ArgSpec = abi::ArgRef;
-
-struct DispatchSpec {
-  abi::Kernel kernel;
-  std::vector<ArgSpec> args;
-  abi::Params params; // the kernel's own struct (Kernels.td)
-  std::string location;
-  template <typename P> const P &get() const { return std::get<P>(params); }
-};
-
-struct PlanSpec {
-  std::string name;
-  std::vector<BufferSpec> buffers;
-  std::vector<uint32_t> inputs, outputs;
-  std::vector<DispatchSpec> dispatches;
-};
-
-struct CacheSpec {
-  std::string name;
-  int64_t width = 0;
-  bool bf16 = false;
-  std::string owner; // "main" or "draft"
-};
 
 /// Everything the artifact needs from the IR.
 struct ProgramSpec {

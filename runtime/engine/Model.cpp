@@ -184,6 +184,9 @@ Result<PlanOutputs> Model::run(std::string_view name,
     return device_->run(plan->plan(), inputs);
   if (!meets())
     return plan->run(inputs);
+  // Checked before the meeting: once the ranks have met, every one of them
+  // must run the plan to its end, or their collectives no longer match.
+  KILN_RETURN_IF_ERROR(plan->checkInputs(inputs));
   int mine = 0;
   while (plans_[size_t(mine)].get() != plan)
     ++mine;

@@ -131,7 +131,9 @@ public:
   /// runs on every rank, the ranks that asked for another one joining it
   /// with no tokens, and they meet again until this rank's own plan has
   /// run. So every rank runs the same plans in the same order, and their
-  /// collectives match.
+  /// collectives match. Inputs are checked before the meeting: a rank with
+  /// bad inputs gets its error without meeting, and the others' call goes
+  /// on once it meets them again (run() or idle()) with no tokens.
   Result<PlanOutputs> run(std::string_view name, const PlanInputs &inputs);
   /// Data-parallel attention: joins the other ranks' plan calls with no
   /// tokens until every rank has called idle() (the end of this rank's

@@ -87,10 +87,13 @@ public:
   /// Times the buffers were (re)allocated, for tests.
   int64_t bufferAllocations() const { return allocations_; }
 
+  /// What run() checks first: token ids, sequences, positions (within the
+  /// model's and each sequence's length) and logit rows.
+  Status checkInputs(const PlanInputs &in) const;
+
 private:
   PlanRunner() = default;
 
-  Status checkInputs(const PlanInputs &in) const;
   Status reserve(int64_t tokens, int64_t selected, int64_t gathered);
   /// The rows of every data-parallel rank in this call (this rank's T when
   /// there is one rank).

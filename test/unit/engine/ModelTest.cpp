@@ -194,7 +194,7 @@ TEST(ModelTest, WeightsInEveryFormatBind) {
   for (int i = 0; i < 8; ++i)
     norm[i] = 1.0f;
   m.weights[kNorm] = f32Weight("norm", {32}, norm);
-  for (TinyBuffer &b : m.plans[0].buffers)
+  for (BufferSpec &b : m.plans[0].buffers)
     if (!b.rowShape.empty() && b.rowShape[0] == 8)
       b.rowShape = {32};
   auto model = loadOrDie(m);
@@ -319,8 +319,8 @@ TEST(PlanValidationTest, MoeStacksMustLieInsideTheRoutersExperts) {
   m.weights.push_back(f32Weight("gate", {2, 4, 8}, pseudoRandom(64, 7)));
   m.weights.push_back(f32Weight("up", {2, 4, 8}, pseudoRandom(64, 8)));
   m.weights.push_back(f32Weight("down", {2, 8, 4}, pseudoRandom(64, 9)));
-  TinyPlan &p = m.plans[0];
-  p.buffers.push_back({"moe", fb::DType::F32, fb::Rows::Tokens, {8}}); // 8
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"moe", Rows::Tokens, false, {8}}); // 8
   abi::MoeParams params;
   params.topK = 1;
   params.nGroup = 1;
@@ -329,7 +329,7 @@ TEST(PlanValidationTest, MoeStacksMustLieInsideTheRoutersExperts) {
   params.scale = 1.0f;
   params.expertOffset = 0;
   p.dispatches.insert(p.dispatches.begin() + 1,
-                      {"moe",
+                      {Kernel::Moe,
                        {B(4), W(w), W(w + 1), W(w + 2), W(w + 3), W(w + 4),
                         None(), None(), None(), B(8)},
                        params,
@@ -344,7 +344,7 @@ TEST(PlanValidationTest, MoeStacksMustLieInsideTheRoutersExperts) {
 
 TEST(PlanValidationTest, RejectsUnknownKernel) {
   TinyModel m = simpleModel();
-  m.plans[0].dispatches[1].kernel = "flash_attention";
+  m.kernelNames["rms_norm"] = "flash_attention";
   expectLoadError(
       m, {"dispatches[1] flash_attention", "unknown kernel 'flash_attention'"});
 }
@@ -374,7 +374,7 @@ TEST(PlanValidationTest, RejectsInPlaceMatmul) {
   TinyModel m = simpleModel();
   m.weights.push_back(f32Weight("square", {8, 8}, pseudoRandom(64, 4)));
   m.plans[0].dispatches.insert(m.plans[0].dispatches.begin() + 3,
-                               {"matmul", {B(6), W(3), B(6)}, {}, "sq"});
+                               {Kernel::Matmul, {B(6), W(3), B(6)}, {}, "sq"});
   expectLoadError(m, {"dispatches[3] matmul (\"sq\")",
                       "args[2] 'out': is the same buffer as args[0] 'x'",
                       "cannot work in place"});
@@ -382,7 +382,7 @@ TEST(PlanValidationTest, RejectsInPlaceMatmul) {
 
 TEST(PlanValidationTest, RejectsBadPlanIo) {
   TinyModel m = simpleModel();
-  m.plans[0].buffers[3].rows = fb::Rows::Tokens;
+  m.plans[0].buffers[3].rows = Rows::Tokens;
   expectLoadError(
       m, {"plan 'prefill': input logit_rows", "expected I32 [Selected]"});
   m = simpleModel();
@@ -412,16 +412,19 @@ TEST(PlanValidationTest, SplitConcatGeometryFromTheDispatch) {
   // alias would be, and the first piece reuses a flat [6] buffer: the
   // dispatch's second int (2 blocks per row) carries the geometry.
   TinyModel m = simpleModel();
-  TinyPlan &p = m.plans[0];
-  p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}});    // 8
-  p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2, 1}}); // 9
-  p.buffers.push_back({"c", fb::DType::F32, fb::Rows::Tokens, {8}});    // 10
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"a", Rows::Tokens, false, {6}});    // 8
+  p.buffers.push_back({"b", Rows::Tokens, false, {2, 1}}); // 9
+  p.buffers.push_back({"c", Rows::Tokens, false, {8}});    // 10
   p.dispatches.insert(
       p.dispatches.begin() + 1,
-      {{"split", {B(4), B(8), B(9)}, abi::SplitParams{2, 2}, "split"},
-       {"concat", {B(9), B(8), B(10)}, abi::ConcatParams{2, 2}, "concat"},
-       {"split", {B(10), B(9), B(8)}, abi::SplitParams{2, 2}, "split2"},
-       {"concat", {B(8), B(9), B(4)}, abi::ConcatParams{2, 2}, "concat2"}});
+      {{Kernel::Split, {B(4), B(8), B(9)}, abi::SplitParams{2, 2}, "split"},
+       {Kernel::Concat, {B(9), B(8), B(10)}, abi::ConcatParams{2, 2}, "concat"},
+       {Kernel::Split, {B(10), B(9), B(8)}, abi::SplitParams{2, 2}, "split2"},
+       {Kernel::Concat,
+        {B(8), B(9), B(4)},
+        abi::ConcatParams{2, 2},
+        "concat2"}});
   auto model = loadOrDie(m);
   ASSERT_TRUE(model);
   // split then swap the pieces, split the other way and swap back: the
@@ -438,11 +441,11 @@ TEST(PlanValidationTest, SplitConcatGeometryFromTheDispatch) {
 
 TEST(PlanValidationTest, SplitWithoutGeometryIsAnError) {
   TinyModel m = simpleModel();
-  TinyPlan &p = m.plans[0];
-  p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}}); // 8
-  p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2}}); // 9
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"a", Rows::Tokens, false, {6}}); // 8
+  p.buffers.push_back({"b", Rows::Tokens, false, {2}}); // 9
   p.dispatches.insert(p.dispatches.begin() + 1,
-                      {"split", {B(4), B(8), B(9)}, {}, "split"});
+                      {Kernel::Split, {B(4), B(8), B(9)}, {}, "split"});
   expectLoadError(
       m, {"dispatches[1] split", "params: holds NONE", "expected SplitParams"});
   // Parameters whose `outer` was left at 0.
@@ -453,12 +456,12 @@ TEST(PlanValidationTest, SplitWithoutGeometryIsAnError) {
 
 TEST(PlanValidationTest, SplitBlocksMustDivideTheWidths) {
   TinyModel m = simpleModel();
-  TinyPlan &p = m.plans[0];
-  p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {6}}); // 8
-  p.buffers.push_back({"b", fb::DType::F32, fb::Rows::Tokens, {2}}); // 9
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"a", Rows::Tokens, false, {6}}); // 8
+  p.buffers.push_back({"b", Rows::Tokens, false, {2}}); // 9
   p.dispatches.insert(
       p.dispatches.begin() + 1,
-      {"split", {B(4), B(8), B(9)}, abi::SplitParams{2, 3}, "split"});
+      {Kernel::Split, {B(4), B(8), B(9)}, abi::SplitParams{2, 3}, "split"});
   expectLoadError(m, {"dispatches[1] split", "axis 2",
                       "3 blocks per row do not divide every operand's width"});
 }
@@ -500,7 +503,7 @@ TEST(SequenceTest, OpenTruncateClose) {
 
 TEST(SequenceTest, TruncateByOwner) {
   TinyModel m = attentionModel({"prefill"});
-  m.caches.push_back({"draft.k", 4, fb::DType::BF16, "draft"});
+  m.caches.push_back({"draft.k", 4, true, "draft"});
   auto model = loadOrDie(m);
   ASSERT_TRUE(model);
   ASSERT_EQ(model->cacheCount(), 3u);

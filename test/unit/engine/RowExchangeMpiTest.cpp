@@ -8,7 +8,8 @@
 // tokens) and then runs too. Each rank's hidden output must be the sum, in
 // rank order, of every rank's scaled copy of its group's embedding rows
 // (the same bits as the serial sum), whatever the thread count. Then the
-// errors: a group size the artifact does not have, ranks of one group with
+// errors: bad inputs on one group (its ranks fail alone, the others' call
+// goes on), a group size the artifact does not have, ranks of one group with
 // different tokens, a group sum over rows that are not tokens.
 //
 //===----------------------------------------------------------------------===//
@@ -119,6 +120,45 @@ TEST(RowExchangeMpi, EachRankGetsTheRankOrderSumOfItsOwnRows) {
   std::remove(path.c_str());
 }
 
+TEST(RowExchangeMpi, BadInputsFailOnTheirGroupAloneAndTheOthersGoOn) {
+  const int rank = gComm->rank(), group = rank / groupSize(),
+            last = gComm->size() / groupSize() - 1;
+  TinyModel m = rowExchangeModel(gComm->size(), rank, groupSize());
+  std::string path = tempPath("row-exchange-inputs.kiln");
+  ASSERT_TRUE(writeTinyArtifact(path, m).isOk());
+  LoadOptions options;
+  options.comm = gComm;
+  auto model = Model::load(path, options);
+  std::remove(path.c_str());
+  ASSERT_TRUE(model.isOk()) << model.status().toString();
+  // The last group asks with a token id past the vocabulary: its ranks get
+  // the error before meeting the others, then join their call with no
+  // tokens; every other group gets its rows as if the last were idle.
+  auto first =
+      call(**model, true,
+           group == last ? std::vector<int32_t>{99} : std::vector<int32_t>{});
+  if (group == last) {
+    ASSERT_FALSE(first.isOk());
+    EXPECT_NE(first.status().message().find(
+                  "plan 'prefill': token_ids[0] = 99, expected 0 to 15"),
+              std::string::npos)
+        << first.status().message();
+    ASSERT_TRUE((*model)->idle().isOk());
+    EXPECT_EQ((*model)->idlePlanCalls(), 1);
+  } else {
+    ASSERT_TRUE(first.isOk()) << first.status().toString();
+    std::vector<float> want = expected(m, group);
+    ASSERT_EQ(first->size(), want.size());
+    EXPECT_EQ(std::memcmp(first->data(), want.data(), want.size() * 4), 0);
+  }
+  // The ranks are still in step: the next call runs everywhere.
+  auto second = call(**model, true);
+  ASSERT_TRUE(second.isOk()) << second.status().toString();
+  std::vector<float> want = expected(m, group);
+  ASSERT_EQ(second->size(), want.size());
+  EXPECT_EQ(std::memcmp(second->data(), want.data(), want.size() * 4), 0);
+}
+
 /// Loads `m` as this rank's artifact and makes one call in which every
 /// rank runs `ids` (its group's when empty); the status every rank gets.
 Status callOnce(const TinyModel &m, std::vector<int32_t> ids = {}) {
@@ -165,13 +205,13 @@ TEST(RowExchangeMpi, AGroupSumOverSelectedRowsIsRefused) {
   // An all_reduce of the selected rows: under data-parallel attention only
   // the Tokens rows of a group are summed.
   TinyModel m = rowExchangeModel(gComm->size(), gComm->rank(), 1);
-  TinyPlan &p = m.plans[0];
-  p.buffers.push_back({"summed", fb::DType::F32, fb::Rows::Selected, {8}});
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"summed", Rows::Selected, false, {8}});
   uint32_t summed = uint32_t(p.buffers.size() - 1);
   for (size_t i = 0; i < p.dispatches.size(); ++i)
-    if (p.dispatches[i].kernel == "take_rows") {
+    if (p.dispatches[i].kernel == Kernel::TakeRows) {
       p.dispatches.insert(p.dispatches.begin() + long(i) + 1,
-                          {"all_reduce",
+                          {Kernel::AllReduce,
                            {B(6), B(summed)},
                            kiln::abi::AllReduceParams{1},
                            "sum"});

@@ -3,7 +3,7 @@
 #include "test/unit/engine/TinyArtifact.h"
 
 #include "runtime/artifact/ArtifactWriter.h"
-#include "runtime/artifact/KernelParamsFb.h"
+#include "runtime/artifact/PlanTable.h"
 
 #include <algorithm>
 #include <atomic>
@@ -38,11 +38,11 @@ TinyWeight f32Weight(const std::string &name, std::vector<int64_t> shape,
   return w;
 }
 
-std::vector<TinyBuffer> standardInputs() {
-  return {{"token_ids", fb::DType::I32, fb::Rows::Tokens, {}},
-          {"seq_ids", fb::DType::I32, fb::Rows::Tokens, {}},
-          {"positions", fb::DType::I32, fb::Rows::Tokens, {}},
-          {"logit_rows", fb::DType::I32, fb::Rows::Selected, {}}};
+std::vector<BufferSpec> standardInputs() {
+  return {{"token_ids", Rows::Tokens, true, {}},
+          {"seq_ids", Rows::Tokens, true, {}},
+          {"positions", Rows::Tokens, true, {}},
+          {"logit_rows", Rows::Selected, true, {}}};
 }
 
 namespace {
@@ -64,21 +64,23 @@ TinyModel simpleModel(const std::vector<std::string> &plans) {
   TinyModel m;
   addStandardWeights(m);
   for (const std::string &name : plans) {
-    TinyPlan p;
+    PlanSpec p;
     p.name = name;
     p.buffers = standardInputs();
-    p.buffers.push_back({"h", fb::DType::F32, fb::Rows::Tokens, {8}});      // 4
-    p.buffers.push_back({"hidden", fb::DType::F32, fb::Rows::Tokens, {8}}); // 5
-    p.buffers.push_back({"sel", fb::DType::F32, fb::Rows::Selected, {8}});  // 6
-    p.buffers.push_back(
-        {"logits", fb::DType::F32, fb::Rows::Selected, {16}}); // 7
+    p.buffers.push_back({"h", Rows::Tokens, false, {8}});         // 4
+    p.buffers.push_back({"hidden", Rows::Tokens, false, {8}});    // 5
+    p.buffers.push_back({"sel", Rows::Selected, false, {8}});     // 6
+    p.buffers.push_back({"logits", Rows::Selected, false, {16}}); // 7
     p.inputs = {0, 1, 2, 3};
     p.outputs = {7, 5};
     p.dispatches = {
-        {"embedding", {B(0), W(kEmbed), B(4)}, {}, "embed"},
-        {"rms_norm", {B(4), W(kNorm), B(5)}, abi::RmsNormParams{1e-5f}, "norm"},
-        {"take_rows", {B(5), B(3), B(6)}, {}, "select"},
-        {"matmul", {B(6), W(kLmHead), B(7)}, {}, "lm_head"},
+        {Kernel::Embedding, {B(0), W(kEmbed), B(4)}, {}, "embed"},
+        {Kernel::RmsNorm,
+         {B(4), W(kNorm), B(5)},
+         abi::RmsNormParams{1e-5f},
+         "norm"},
+        {Kernel::TakeRows, {B(5), B(3), B(6)}, {}, "select"},
+        {Kernel::Matmul, {B(6), W(kLmHead), B(7)}, {}, "lm_head"},
     };
     m.plans.push_back(std::move(p));
   }
@@ -87,11 +89,11 @@ TinyModel simpleModel(const std::vector<std::string> &plans) {
 
 TinyModel allReduceModel() {
   TinyModel m = simpleModel();
-  TinyPlan &p = m.plans[0];
-  p.buffers.push_back({"reduced", fb::DType::F32, fb::Rows::Tokens, {8}}); // 8
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"reduced", Rows::Tokens, false, {8}}); // 8
   p.dispatches.insert(
       p.dispatches.begin() + 1,
-      {"all_reduce", {B(4), B(8)}, abi::AllReduceParams{}, "reduce"});
+      {Kernel::AllReduce, {B(4), B(8)}, abi::AllReduceParams{}, "reduce"});
   p.dispatches[2].args[0] = B(8); // the norm reads the sum
   p.outputs = {7, 8};
   return m;
@@ -103,21 +105,23 @@ TinyModel rowExchangeModel(int ranks, int rank, int group) {
   m.rank = rank;
   m.attentionDataParallel = true;
   m.tensorParallel = group;
-  TinyPlan &p = m.plans[0];
-  p.buffers.push_back({"all", fb::DType::F32, fb::Rows::Gathered, {8}});    // 8
-  p.buffers.push_back({"scaled", fb::DType::F32, fb::Rows::Gathered, {8}}); // 9
-  p.buffers.push_back({"mine", fb::DType::F32, fb::Rows::Tokens, {8}}); // 10
-  p.dispatches.insert(
-      p.dispatches.begin() + 1,
-      {{"all_gather_rows",
-        {B(4), B(8)},
-        abi::AllGatherRowsParams{group},
-        "gather"},
-       {"scale", {B(8), B(9)}, abi::ScaleParams{float(rank + 1)}, "experts"},
-       {"reduce_scatter_rows",
-        {B(9), B(10)},
-        abi::ReduceScatterRowsParams{group},
-        "scatter"}});
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"all", Rows::Gathered, false, {8}});    // 8
+  p.buffers.push_back({"scaled", Rows::Gathered, false, {8}}); // 9
+  p.buffers.push_back({"mine", Rows::Tokens, false, {8}});     // 10
+  p.dispatches.insert(p.dispatches.begin() + 1,
+                      {{Kernel::AllGatherRows,
+                        {B(4), B(8)},
+                        abi::AllGatherRowsParams{group},
+                        "gather"},
+                       {Kernel::Scale,
+                        {B(8), B(9)},
+                        abi::ScaleParams{float(rank + 1)},
+                        "experts"},
+                       {Kernel::ReduceScatterRows,
+                        {B(9), B(10)},
+                        abi::ReduceScatterRowsParams{group},
+                        "scatter"}});
   p.dispatches[4].args[0] = B(10); // the norm reads this rank's rows
   p.outputs = {7, 10};
   return m;
@@ -126,38 +130,40 @@ TinyModel rowExchangeModel(int ranks, int rank, int group) {
 TinyModel attentionModel(const std::vector<std::string> &plans) {
   TinyModel m;
   addStandardWeights(m);
-  m.caches = {{"layers.0.k", 8, fb::DType::F32, "main"},
-              {"layers.0.v", 8, fb::DType::F32, "main"}};
+  m.caches = {{"layers.0.k", 8, false, "main"},
+              {"layers.0.v", 8, false, "main"}};
   for (const std::string &name : plans) {
-    TinyPlan p;
+    PlanSpec p;
     p.name = name;
     p.buffers = standardInputs();
-    p.buffers.push_back({"h", fb::DType::F32, fb::Rows::Tokens, {8}});    // 4
-    p.buffers.push_back({"n", fb::DType::F32, fb::Rows::Tokens, {2, 4}}); // 5
-    p.buffers.push_back({"a", fb::DType::F32, fb::Rows::Tokens, {2, 4}}); // 6
-    p.buffers.push_back({"r", fb::DType::F32, fb::Rows::Tokens, {8}});    // 7
-    p.buffers.push_back({"sel", fb::DType::F32, fb::Rows::Selected, {8}});
-    p.buffers.push_back(
-        {"logits", fb::DType::F32, fb::Rows::Selected, {16}}); // 9
-    p.buffers.push_back({"hidden", fb::DType::F32, fb::Rows::Tokens, {8}});
+    p.buffers.push_back({"h", Rows::Tokens, false, {8}});    // 4
+    p.buffers.push_back({"n", Rows::Tokens, false, {2, 4}}); // 5
+    p.buffers.push_back({"a", Rows::Tokens, false, {2, 4}}); // 6
+    p.buffers.push_back({"r", Rows::Tokens, false, {8}});    // 7
+    p.buffers.push_back({"sel", Rows::Selected, false, {8}});
+    p.buffers.push_back({"logits", Rows::Selected, false, {16}}); // 9
+    p.buffers.push_back({"hidden", Rows::Tokens, false, {8}});
     p.inputs = {0, 1, 2, 3};
     p.outputs = {9, 10};
     p.dispatches = {
-        {"embedding", {B(0), W(kEmbed), B(4)}, {}, "embed"},
-        {"rms_norm", {B(4), W(kNorm), B(5)}, abi::RmsNormParams{1e-5f}, "norm"},
-        {"kv_append", {C(0), B(1), B(2), B(5)}, {}, "k"},
-        {"kv_append", {C(1), B(1), B(2), B(4)}, {}, "v"},
-        {"gqa_attention",
+        {Kernel::Embedding, {B(0), W(kEmbed), B(4)}, {}, "embed"},
+        {Kernel::RmsNorm,
+         {B(4), W(kNorm), B(5)},
+         abi::RmsNormParams{1e-5f},
+         "norm"},
+        {Kernel::KvAppend, {C(0), B(1), B(2), B(5)}, {}, "k"},
+        {Kernel::KvAppend, {C(1), B(1), B(2), B(4)}, {}, "v"},
+        {Kernel::GqaAttention,
          {B(5), C(0), C(1), B(1), B(2), B(6)},
          abi::GqaAttentionParams{2, 0.5f},
          "attn"},
-        {"add", {B(5), B(6), B(7)}, {}, "residual"},
-        {"rms_norm",
+        {Kernel::Add, {B(5), B(6), B(7)}, {}, "residual"},
+        {Kernel::RmsNorm,
          {B(7), W(kNorm), B(10)},
          abi::RmsNormParams{1e-5f},
          "final_norm"},
-        {"take_rows", {B(10), B(3), B(8)}, {}, "select"},
-        {"matmul", {B(8), W(kLmHead), B(9)}, {}, "lm_head"},
+        {Kernel::TakeRows, {B(10), B(3), B(8)}, {}, "select"},
+        {Kernel::Matmul, {B(8), W(kLmHead), B(9)}, {}, "lm_head"},
     };
     m.plans.push_back(std::move(p));
   }
@@ -234,29 +240,24 @@ Status writeTinyArtifact(const std::string &path, const TinyModel &model) {
         w.scales.empty() ? nullptr : &scales[i], "test"));
   }
   std::vector<Offset<fb::Cache>> caches;
-  for (const TinyCache &c : model.caches)
-    caches.push_back(fb::CreateCacheDirect(fbb, c.name.c_str(), c.width,
-                                           c.dtype, c.plan.c_str()));
+  for (const CacheSpec &c : model.caches)
+    caches.push_back(artifact::writeCache(fbb, c));
   std::map<std::string, uint32_t> kernelIndex;
   std::vector<Offset<fb::Kernel>> kernels;
   std::vector<Offset<fb::Plan>> plans;
-  for (const TinyPlan &p : model.plans) {
-    std::vector<Offset<fb::Buffer>> buffers;
-    for (const TinyBuffer &b : p.buffers)
-      buffers.push_back(fb::CreateBufferDirect(fbb, b.name.c_str(), b.dtype,
-                                               b.rows, &b.rowShape));
-    std::vector<Offset<fb::Dispatch>> dispatches;
-    for (const TinyDispatch &d : p.dispatches) {
-      auto [it, inserted] =
-          kernelIndex.emplace(d.kernel, uint32_t(kernels.size()));
+  for (const PlanSpec &p : model.plans) {
+    std::vector<uint32_t> kernelOf;
+    for (const DispatchSpec &d : p.dispatches) {
+      std::string name(kiln::abi::kKernelNames[size_t(d.kernel)]);
+      if (auto renamed = model.kernelNames.find(name);
+          renamed != model.kernelNames.end())
+        name = renamed->second;
+      auto [it, inserted] = kernelIndex.emplace(name, uint32_t(kernels.size()));
       if (inserted)
-        kernels.push_back(gpuKernel(fbb, model, d.kernel));
-      auto [paramsType, params] = abi::writeParams(fbb, d.params);
-      dispatches.push_back(fb::CreateDispatchDirect(
-          fbb, it->second, &d.args, paramsType, params, d.location.c_str()));
+        kernels.push_back(gpuKernel(fbb, model, name));
+      kernelOf.push_back(it->second);
     }
-    plans.push_back(fb::CreatePlanDirect(fbb, p.name.c_str(), &buffers,
-                                         &p.inputs, &p.outputs, &dispatches));
+    plans.push_back(artifact::writePlan(fbb, p, kernelOf));
   }
   auto config = fb::CreateModelConfigDirect(
       fbb, "glm_moe_dsa", "{}", model.hidden, model.vocab, 1,

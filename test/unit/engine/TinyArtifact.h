@@ -1,10 +1,11 @@
 //===- TinyArtifact.h - Hand-built artifacts for the engine tests -*- C++ -*-=//
 //
-// A TinyModel describes an artifact in plain structs (weights as bytes,
-// caches, plans with buffers and dispatches naming kernels by string) and
-// writeTinyArtifact() turns it into a .kiln file with ArtifactWriter. The
-// kernel table gets one entry per distinct kernel name, so a test can name
-// a kernel the runtime does not know.
+// A TinyModel describes an artifact in plain structs (weights as bytes, and
+// the caches and plans of support/abi/Program.h, as the compiler fills them)
+// and writeTinyArtifact() turns it into a .kiln file with ArtifactWriter and
+// the compiler's plan writer. The kernel table gets one entry per distinct
+// kernel, under its own name or the one kernelNames gives it (a kernel the
+// runtime does not know).
 //
 // simpleModel(): vocab 16, hidden 8, one plan per name in `plans`:
 //   embedding -> rms_norm -> take_rows -> matmul (lm_head)
@@ -20,9 +21,10 @@
 
 #include "runtime/artifact/kiln_artifact_generated.h"
 #include "support/Status.h"
-#include "support/abi/KernelContract.h"
+#include "support/abi/Program.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,33 +38,14 @@ struct TinyWeight {
   std::vector<uint8_t> data, scales;
 };
 
-struct TinyCache {
-  std::string name;
-  int64_t width = 0;
-  fb::DType dtype = fb::DType::F32;
-  std::string plan = "main";
-};
-
-struct TinyBuffer {
-  std::string name;
-  fb::DType dtype = fb::DType::F32;
-  fb::Rows rows = fb::Rows::Tokens;
-  std::vector<int64_t> rowShape;
-};
-
-struct TinyDispatch {
-  std::string kernel; // by name, so a test can name an unknown kernel
-  std::vector<fb::Arg> args;
-  abi::Params params; // stored under its own struct's union tag
-  std::string location;
-};
-
-struct TinyPlan {
-  std::string name;
-  std::vector<TinyBuffer> buffers;
-  std::vector<uint32_t> inputs, outputs;
-  std::vector<TinyDispatch> dispatches;
-};
+// Plans and caches are the artifact's own structs (support/abi/Program.h),
+// written by the compiler's writer (runtime/artifact/PlanTable.h).
+using kiln::abi::BufferSpec;
+using kiln::abi::CacheSpec;
+using kiln::abi::DispatchSpec;
+using kiln::abi::PlanSpec;
+using Kernel = kiln::abi::Kernel;
+using Rows = kiln::abi::RowsKind;
 
 struct TinyModel {
   int64_t hidden = 8;
@@ -78,8 +61,12 @@ struct TinyModel {
   int tensorParallel = 1;
   bool withTokenizer = true;
   std::vector<TinyWeight> weights;
-  std::vector<TinyCache> caches;
-  std::vector<TinyPlan> plans;
+  std::vector<CacheSpec> caches;
+  std::vector<PlanSpec> plans;
+  /// The name a kernel gets in the artifact's kernel table, where it is not
+  /// its own (kernelNames["rms_norm"] = "flash_attention": a kernel the
+  /// runtime does not know).
+  std::map<std::string, std::string> kernelNames;
   /// When not empty: a "gfx950" code object holding these bytes, and for
   /// each kernel named in gpuKernels a gfx950 symbol with one launch
   /// "kiln_test_<kernel>_gfx950": grid (R, 1, 1), 64 threads, arguments
@@ -88,10 +75,16 @@ struct TinyModel {
   std::vector<std::string> gpuKernels;
 };
 
-inline fb::Arg B(uint32_t i) { return fb::Arg(fb::ArgKind::Buffer, i); }
-inline fb::Arg W(uint32_t i) { return fb::Arg(fb::ArgKind::Weight, i); }
-inline fb::Arg C(uint32_t i) { return fb::Arg(fb::ArgKind::Cache, i); }
-inline fb::Arg None() { return fb::Arg(fb::ArgKind::None, 0); }
+inline kiln::abi::ArgRef B(uint32_t i) {
+  return {kiln::abi::RefKind::Buffer, i};
+}
+inline kiln::abi::ArgRef W(uint32_t i) {
+  return {kiln::abi::RefKind::Weight, i};
+}
+inline kiln::abi::ArgRef C(uint32_t i) {
+  return {kiln::abi::RefKind::Cache, i};
+}
+inline kiln::abi::ArgRef None() { return {kiln::abi::RefKind::None, 0}; }
 
 /// Deterministic values in [-scale, scale).
 std::vector<float> pseudoRandom(size_t n, uint32_t seed, float scale = 1.0f);
@@ -119,7 +112,7 @@ TinyModel allReduceModel();
 TinyModel rowExchangeModel(int ranks, int rank, int group = 1);
 
 /// The four standard inputs (buffers 0..3) every tiny plan starts with.
-std::vector<TinyBuffer> standardInputs();
+std::vector<BufferSpec> standardInputs();
 
 /// The tokenizer: ids 0..6 "a" "b" "c" "ab" "Ġ" "Ġa" "Ċ" (newline), 7..15 the
 /// GLM chat tokens ([gMASK] <sop> <|system|> <|user|> <|assistant|>

@@ -658,7 +658,8 @@ struct LoweringCase {
   std::vector<emit::StreamedWeight> weights;
   emit::DispatchSpec dispatch;
 
-  uint32_t buffer(uint8_t rows, std::vector<int64_t> shape, bool i32 = false) {
+  uint32_t buffer(kiln::abi::RowsKind rows, std::vector<int64_t> shape,
+                  bool i32 = false) {
     plan.buffers.push_back({"b" + std::to_string(plan.buffers.size()), rows,
                             i32, std::move(shape)});
     return uint32_t(plan.buffers.size() - 1);
@@ -722,9 +723,9 @@ void runLowering(const emit::GpuDispatchLowering &lowering,
   }
 }
 
-constexpr uint8_t kTokens = uint8_t(fb::Rows::Tokens);
-constexpr uint8_t kSelected = uint8_t(fb::Rows::Selected);
-constexpr uint8_t kOne = uint8_t(fb::Rows::One);
+constexpr kiln::abi::RowsKind kTokens = kiln::abi::RowsKind::Tokens;
+constexpr kiln::abi::RowsKind kSelected = kiln::abi::RowsKind::Selected;
+constexpr kiln::abi::RowsKind kOne = kiln::abi::RowsKind::One;
 
 emit::ArgSpec bufArg(uint32_t i) { return {emit::ArgKind::Buffer, i}; }
 

@@ -421,8 +421,9 @@ std::string runGpu(MoeFixture &f, std::vector<float> &out,
   }
   PlanSpec plan;
   plan.name = c.decode ? "decode" : "prefill";
-  plan.buffers = {BufferSpec{"x", 0, false, {c.hidden}},
-                  BufferSpec{"out", 0, false, {c.hidden}}};
+  plan.buffers = {
+      BufferSpec{"x", kiln::abi::RowsKind::Tokens, false, {c.hidden}},
+      BufferSpec{"out", kiln::abi::RowsKind::Tokens, false, {c.hidden}}};
   DispatchSpec d;
   d.kernel = kiln::abi::Kernel::Moe;
   d.args = {{ArgKind::Buffer, 0}, {ArgKind::Weight, 0}, {ArgKind::Weight, 1},
