@@ -333,6 +333,10 @@ LogicalResult PlanLowering::run() {
                                       "logit_rows", "hidden_in"};
   for (BlockArgument arg : body.getArguments()) {
     unsigned n = arg.getArgNumber();
+    if (!isa<RankedTensorType>(arg.getType()))
+      return fn_.emitError()
+             << "argument #" << n << " of @" << fn_.getName()
+             << " must be a ranked tensor (a buffer), found " << arg.getType();
     newBuffer(arg, n == abi::kInputLogitRows ? Rows::selected : Rows::tokens,
               /*input=*/true, n < 5 ? kInputNames[n] : "input");
   }
@@ -353,7 +357,7 @@ LogicalResult PlanLowering::run() {
 
 LogicalResult PlanLowering::lower(Operation *op) {
   // Ops that produce no dispatch.
-  if (isa<WeightOp>(op))
+  if (isa<WeightOp, BlockScaledOp>(op))
     return success();
   if (auto r = dyn_cast<ReshapeOp>(op)) {
     bufferOf_[r.getResult()] = bufferOf_.lookup(r.getInput());
@@ -532,27 +536,20 @@ LogicalResult PlanLowering::lower(Operation *op) {
                 abi::GqaAttentionParams{heads, g.getScale().convertToFloat()});
   }
   if (auto m = dyn_cast<MoeOp>(op)) {
-    auto expertWeight =
-        [&](Value v, Value s,
-            std::optional<ArrayRef<int64_t>> block) -> FailureOr<Arg> {
+    // Absent (no shared expert), a float weight, or a kiln.block_scaled.
+    auto expertWeight = [&](Value v) -> FailureOr<Arg> {
       if (!v)
         return none;
-      if (s)
-        return tables_.scaled(op, v, s, *block);
+      if (auto scaled = v.getDefiningOp<BlockScaledOp>())
+        return tables_.scaled(op, scaled.getValues(), scaled.getScales(),
+                              scaled.getType().getBlock());
       return operand(op, v);
     };
     FailureOr<Arg> weights[] = {
-        operand(op, m.getRouter()),
-        operand(op, m.getRouterBias()),
-        expertWeight(m.getGate(), m.getGateScales(), m.getBlock()),
-        expertWeight(m.getUp(), m.getUpScales(), m.getBlock()),
-        expertWeight(m.getDown(), m.getDownScales(), m.getBlock()),
-        expertWeight(m.getSharedGate(), m.getSharedGateScales(),
-                     m.getSharedBlock()),
-        expertWeight(m.getSharedUp(), m.getSharedUpScales(),
-                     m.getSharedBlock()),
-        expertWeight(m.getSharedDown(), m.getSharedDownScales(),
-                     m.getSharedBlock())};
+        operand(op, m.getRouter()),    operand(op, m.getRouterBias()),
+        expertWeight(m.getGate()),     expertWeight(m.getUp()),
+        expertWeight(m.getDown()),     expertWeight(m.getSharedGate()),
+        expertWeight(m.getSharedUp()), expertWeight(m.getSharedDown())};
     std::vector<Arg> args{buffer(m.getInput())};
     for (FailureOr<Arg> &w : weights) {
       if (failed(w))

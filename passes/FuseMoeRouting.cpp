@@ -147,20 +147,19 @@ struct FuseRouting : OpRewritePattern<ExpertsOp> {
       }
     }
 
-    Value none;
+    SmallVector<Value, 3> sharedExpert;
+    if (shared)
+      sharedExpert = {shared->gate, shared->up, shared->down};
     rewriter.setInsertionPoint(root);
     auto moe = MoeOp::create(
         rewriter, root->getLoc(), op.getType(), op.getInput(), gateMm.getRhs(),
-        bias, op.getGate(), op.getUp(), op.getDown(), none, none, none,
-        shared ? shared->gate : none, shared ? shared->up : none,
-        shared ? shared->down : none, none, none, none,
+        bias, op.getGate(), op.getUp(), op.getDown(), sharedExpert,
         rewriter.getI64IntegerAttr(spec.topK),
         rewriter.getI64IntegerAttr(spec.nGroup),
         rewriter.getI64IntegerAttr(spec.topkGroup),
         rewriter.getF32FloatAttr(spec.scale),
         spec.norm ? rewriter.getUnitAttr() : UnitAttr(),
-        rewriter.getI64IntegerAttr(blockSize), DenseI64ArrayAttr(),
-        DenseI64ArrayAttr(), IntegerAttr());
+        rewriter.getI64IntegerAttr(blockSize), IntegerAttr());
     rewriter.replaceOp(root, moe.getResult());
     return success();
   }

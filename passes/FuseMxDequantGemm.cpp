@@ -1,8 +1,8 @@
 //===- FuseMxDequantGemm.cpp - kiln-fuse-mx-dequant-gemm ------------------===//
 //
 // Folds kiln.dequantize into the GEMMs that consume it: kiln.matmul becomes
-// kiln.mx_matmul, and kiln.moe takes the quantized expert stacks with their
-// scales.
+// kiln.mx_matmul, and kiln.moe takes the quantized expert stacks as
+// kiln.block_scaled values (values with their scales).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,57 +37,54 @@ struct FuseMatmul : OpRewritePattern<MatmulOp> {
 };
 
 /// kiln.moe with dequantized routed (and optionally shared) experts. All
-/// three matrices of a group must be dequantized with one block shape.
+/// three matrices of a group must be dequantized with one block shape; each
+/// becomes a kiln.block_scaled of the dequantize's values and scales.
 struct FuseMoe : OpRewritePattern<MoeOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  static FailureOr<std::array<DequantizeOp, 3>> matchGroup(Value gate, Value up,
-                                                           Value down) {
+  static FailureOr<SmallVector<Value, 3>> blockScaled(PatternRewriter &rewriter,
+                                                      Location loc, Value gate,
+                                                      Value up, Value down) {
     std::array<DequantizeOp, 3> ops = {gate.getDefiningOp<DequantizeOp>(),
                                        up.getDefiningOp<DequantizeOp>(),
                                        down.getDefiningOp<DequantizeOp>()};
     for (DequantizeOp dq : ops)
       if (!dq || dq.getBlock() != ops[0].getBlock())
         return failure();
-    return ops;
+    SmallVector<Value, 3> scaled;
+    for (DequantizeOp dq : ops) {
+      auto type = BlockScaledType::get(
+          rewriter.getContext(),
+          cast<RankedTensorType>(dq.getValues().getType()),
+          cast<RankedTensorType>(dq.getScales().getType()), dq.getBlock());
+      scaled.push_back(BlockScaledOp::create(rewriter, loc, type,
+                                             dq.getValues(), dq.getScales()));
+    }
+    return scaled;
   }
 
   LogicalResult matchAndRewrite(MoeOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getGateScales())
+    if (isa<BlockScaledType>(op.getGate().getType()))
       return rewriter.notifyMatchFailure(op, "already fused");
-    auto routed = matchGroup(op.getGate(), op.getUp(), op.getDown());
+    auto routed = blockScaled(rewriter, op.getLoc(), op.getGate(), op.getUp(),
+                              op.getDown());
     if (failed(routed))
       return rewriter.notifyMatchFailure(op, "experts are not dequantized");
-    Value sharedGate = op.getSharedGate(), sharedUp = op.getSharedUp(),
-          sharedDown = op.getSharedDown();
-    Value sgs, sus, sds;
-    DenseI64ArrayAttr sharedBlock;
-    if (sharedGate) {
-      // The shared expert may be stored in another format than the routed
-      // ones (BF16 next to MXFP4 experts stays as it is; FP8 next to
-      // re-quantized MXFP4 keeps its own block).
-      auto shared = matchGroup(sharedGate, sharedUp, sharedDown);
-      if (succeeded(shared)) {
-        sharedBlock = (*shared)[0].getBlockAttr();
-        sharedGate = (*shared)[0].getValues();
-        sharedUp = (*shared)[1].getValues();
-        sharedDown = (*shared)[2].getValues();
-        sgs = (*shared)[0].getScales();
-        sus = (*shared)[1].getScales();
-        sds = (*shared)[2].getScales();
-      }
-    }
-    rewriter.replaceOpWithNewOp<MoeOp>(
-        op, op.getType(), op.getInput(), op.getRouter(), op.getRouterBias(),
-        (*routed)[0].getValues(), (*routed)[1].getValues(),
-        (*routed)[2].getValues(), (*routed)[0].getScales(),
-        (*routed)[1].getScales(), (*routed)[2].getScales(), sharedGate,
-        sharedUp, sharedDown, sgs, sus, sds, op.getTopKAttr(),
-        op.getNGroupAttr(), op.getTopkGroupAttr(),
-        op.getRoutedScalingFactorAttr(), op.getNormTopkProbAttr(),
-        op.getBlockSizeAttr(), (*routed)[0].getBlockAttr(), sharedBlock,
-        op.getExpertOffsetAttr());
+    // The shared expert may be stored in another format than the routed
+    // ones (BF16 next to MXFP4 experts stays as it is; FP8 next to
+    // re-quantized MXFP4 keeps its own block).
+    FailureOr<SmallVector<Value, 3>> shared = failure();
+    if (op.getSharedGate())
+      shared = blockScaled(rewriter, op.getLoc(), op.getSharedGate(),
+                           op.getSharedUp(), op.getSharedDown());
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getGateMutable().assign((*routed)[0]);
+      op.getUpMutable().assign((*routed)[1]);
+      op.getDownMutable().assign((*routed)[2]);
+      if (succeeded(shared))
+        op.getSharedMutable().assign(*shared);
+    });
     return success();
   }
 };

@@ -1,11 +1,12 @@
 //===- PartitionExperts.cpp - kiln-partition-experts ----------------------===//
 //
 // One rank's share of every kiln.moe's routed experts (Passes.td). Each
-// expert stack operand (values, and scales when block-scaled) is a
-// kiln.weight of E experts; it is replaced by one of E / ranks experts
-// starting at this rank's first, the shared expert is dropped on ranks
-// other than 0, and a kiln.all_reduce sums the ranks' results (with
-// dp-attention: kiln.all_gather_rows before, kiln.reduce_scatter_rows after).
+// expert stack operand is a kiln.weight of E experts, or a kiln.block_scaled
+// of two (values and scales); each such kiln.weight is replaced by one of
+// E / ranks experts starting at this rank's first, the shared expert is
+// dropped on ranks other than 0, and a kiln.all_reduce sums the ranks'
+// results (with dp-attention: kiln.all_gather_rows before,
+// kiln.reduce_scatter_rows after).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPARTITIONEXPERTSPASS
@@ -42,6 +44,42 @@ FailureOr<Value> localStack(OpBuilder &b, MoeOp moe, Value v, int64_t first,
       weight.getName(), weight.getEncoding(), weight.getSourceScaleAttr(),
       b.getI64IntegerAttr(first), weight.getSliceAttr());
   return local.getResult();
+}
+
+/// The expert stack operand `v` of `moe` cut to experts [first, first +
+/// count): a kiln.weight, or a kiln.block_scaled whose values and scales
+/// are both cut.
+FailureOr<Value> localExperts(OpBuilder &b, MoeOp moe, Value v, int64_t first,
+                              int64_t count) {
+  auto scaled = v.getDefiningOp<BlockScaledOp>();
+  if (!scaled)
+    return localStack(b, moe, v, first, count);
+  FailureOr<Value> values =
+      localStack(b, moe, scaled.getValues(), first, count);
+  if (failed(values))
+    return failure();
+  FailureOr<Value> scales =
+      localStack(b, moe, scaled.getScales(), first, count);
+  if (failed(scales))
+    return failure();
+  auto type = BlockScaledType::get(
+      b.getContext(), cast<RankedTensorType>(values->getType()),
+      cast<RankedTensorType>(scales->getType()), scaled.getType().getBlock());
+  b.setInsertionPoint(scaled);
+  return BlockScaledOp::create(b, scaled.getLoc(), type, *values, *scales)
+      .getResult();
+}
+
+/// Erases the kiln.weight or kiln.block_scaled (and then its weights) that
+/// defines `v` once nothing reads it.
+void eraseIfUnused(Value v) {
+  Operation *op = v.getDefiningOp();
+  if (!isa_and_nonnull<WeightOp, BlockScaledOp>(op) || !op->use_empty())
+    return;
+  SmallVector<Value> operands(op->getOperands());
+  op->erase();
+  for (Value operand : operands)
+    eraseIfUnused(operand);
 }
 
 struct PartitionExpertsPass
@@ -85,27 +123,20 @@ struct PartitionExpertsPass
                                << int64_t(ranks) << " ranks";
     int64_t count = experts / int64_t(ranks), first = int64_t(rank) * count;
     OpBuilder b(moe);
-    SmallVector<Value> stacks = {moe.getGate(), moe.getUp(), moe.getDown()};
-    for (Value s :
-         {moe.getGateScales(), moe.getUpScales(), moe.getDownScales()})
-      if (s)
-        stacks.push_back(s);
-    for (Value s : {moe.getSharedGate(), moe.getSharedUp(), moe.getSharedDown(),
-                    moe.getSharedGateScales(), moe.getSharedUpScales(),
-                    moe.getSharedDownScales()})
-      if (s)
-        stacks.push_back(s); // erased below on ranks that drop them
     SmallVector<Value> local;
-    size_t routed = moe.getGateScales() ? 6 : 3;
-    for (Value s : ArrayRef<Value>(stacks).take_front(routed)) {
-      FailureOr<Value> l = localStack(b, moe, s, first, count);
+    for (Value s : {moe.getGate(), moe.getUp(), moe.getDown()}) {
+      FailureOr<Value> l = localExperts(b, moe, s, first, count);
       if (failed(l))
         return failure();
       local.push_back(*l);
     }
-    bool scaled = moe.getGateScales() != nullptr;
-    bool shared = rank == 0 && moe.getSharedGate();
-    Value none;
+    // The whole stacks and the shared expert, each once (gate and up may be
+    // one value).
+    llvm::SetVector<Value> whole;
+    for (Value s : {moe.getGate(), moe.getUp(), moe.getDown()})
+      whole.insert(s);
+    whole.insert_range(moe.getShared());
+    bool shared = rank == 0;
     b.setInsertionPoint(moe);
     Value input = moe.getInput();
     if (dpAttention)
@@ -114,17 +145,10 @@ struct PartitionExpertsPass
     auto part = MoeOp::create(
         b, moe.getLoc(), moe.getType(), input, moe.getRouter(),
         moe.getRouterBias(), local[0], local[1], local[2],
-        scaled ? local[3] : none, scaled ? local[4] : none,
-        scaled ? local[5] : none, shared ? moe.getSharedGate() : none,
-        shared ? moe.getSharedUp() : none, shared ? moe.getSharedDown() : none,
-        shared ? moe.getSharedGateScales() : none,
-        shared ? moe.getSharedUpScales() : none,
-        shared ? moe.getSharedDownScales() : none, moe.getTopKAttr(),
+        shared ? ValueRange(moe.getShared()) : ValueRange(), moe.getTopKAttr(),
         moe.getNGroupAttr(), moe.getTopkGroupAttr(),
         moe.getRoutedScalingFactorAttr(), moe.getNormTopkProbAttr(),
-        moe.getBlockSizeAttr(), moe.getBlockAttr(),
-        shared ? moe.getSharedBlockAttr() : DenseI64ArrayAttr(),
-        b.getI64IntegerAttr(first));
+        moe.getBlockSizeAttr(), b.getI64IntegerAttr(first));
     Value sum =
         dpAttention
             ? ReduceScatterRowsOp::create(b, moe.getLoc(), moe.getType(), part,
@@ -133,11 +157,10 @@ struct PartitionExpertsPass
             : AllReduceOp::create(b, moe.getLoc(), part).getResult();
     moe.getResult().replaceAllUsesWith(sum);
     moe.erase();
-    // Whole stacks, and shared weights this rank drops, nothing reads any
-    // more.
-    for (Value s : stacks)
-      if (auto w = s.getDefiningOp<WeightOp>(); w && w->use_empty())
-        w.erase();
+    // Whole stacks, and the shared expert on ranks that drop it, nothing
+    // reads any more.
+    for (Value s : whole)
+      eraseIfUnused(s);
     return success();
   }
 };

@@ -3,10 +3,10 @@
 // One rank's share of the model under tensor parallelism (Passes.td): the
 // heads of every MLA and GQA attention (GQA's K/V caches narrowed with
 // them), the intermediate columns of every dense SwiGLU MLP and of every
-// kiln.moe's experts (routed and shared), each followed by a
-// kiln.all_reduce over the tensor-parallel group. Weights are cut with
-// `slice` on their kiln.weight ops, so a rank's artifact holds its share's
-// bytes only.
+// kiln.moe's experts (routed and shared; a kiln.block_scaled's values and
+// scales together), each followed by a kiln.all_reduce over the
+// tensor-parallel group. Weights are cut with `slice` on their kiln.weight
+// ops, so a rank's artifact holds its share's bytes only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -233,17 +233,13 @@ public:
   /// kiln.reduce_scatter_rows) over every rank, which then sums these parts
   /// too.
   LogicalResult partition(MoeOp moe) {
-    if (failed(partitionExperts(
-            moe, moe.getGateMutable(), moe.getUpMutable(), moe.getDownMutable(),
-            moe.getGateScalesMutable(), moe.getUpScalesMutable(),
-            moe.getDownScalesMutable(), moe.getBlock())))
+    if (failed(partitionExperts(moe, moe.getGateMutable(), moe.getUpMutable(),
+                                moe.getDownMutable())))
       return failure();
     if (moe.getSharedGate() &&
-        failed(partitionExperts(
-            moe, moe.getSharedGateMutable()[0], moe.getSharedUpMutable()[0],
-            moe.getSharedDownMutable()[0], moe.getSharedGateScalesMutable(),
-            moe.getSharedUpScalesMutable(), moe.getSharedDownScalesMutable(),
-            moe.getSharedBlock())))
+        failed(partitionExperts(moe, moe.getSharedMutable()[0],
+                                moe.getSharedMutable()[1],
+                                moe.getSharedMutable()[2])))
       return failure();
     // Summed over every rank already (expert parallelism, or the
     // data-parallel exchange), these parts included.
@@ -338,11 +334,8 @@ private:
   }
 
   LogicalResult partitionExperts(MoeOp moe, OpOperand &gate, OpOperand &up,
-                                 OpOperand &down, MutableOperandRange gateS,
-                                 MutableOperandRange upS,
-                                 MutableOperandRange downS,
-                                 std::optional<ArrayRef<int64_t>> block) {
-    auto type = cast<RankedTensorType>(gate.get().getType());
+                                 OpOperand &down) {
+    RankedTensorType type = valuesType(gate.get().getType());
     int64_t inter = type.getDimSize(type.getRank() - 2);
     if (inter % ranks_ != 0)
       return moe.emitOpError()
@@ -350,18 +343,34 @@ private:
              << " expert intermediate columns do not split evenly over "
              << ranks_ << " ranks";
     int64_t local = inter / ranks_, first = rank_ * local;
-    auto ref = [&](OpOperand &v, MutableOperandRange s) {
-      WeightRef r{&v, nullptr, {}};
-      if (s.size() == 1) {
-        r.scales = &s[0];
-        r.block = *block;
-      }
-      return r;
-    };
-    if (failed(slice(moe, ref(gate, gateS), 0, first, local)) ||
-        failed(slice(moe, ref(up, upS), 0, first, local)) ||
-        failed(slice(moe, ref(down, downS), 1, first, local)))
+    if (failed(sliceExpert(moe, gate, 0, first, local)) ||
+        failed(sliceExpert(moe, up, 0, first, local)) ||
+        failed(sliceExpert(moe, down, 1, first, local)))
       return failure();
+    return success();
+  }
+
+  /// Cuts the expert weight `operand` of `moe`: a kiln.weight, or a
+  /// kiln.block_scaled whose values and scales are cut together (into a
+  /// copy of it for this operand alone).
+  LogicalResult sliceExpert(MoeOp moe, OpOperand &operand, int64_t axis,
+                            int64_t first, int64_t count) {
+    auto scaled = operand.get().getDefiningOp<BlockScaledOp>();
+    if (!scaled)
+      return slice(moe, {&operand, nullptr, {}}, axis, first, count);
+    OpBuilder b(scaled);
+    auto own = cast<BlockScaledOp>(b.clone(*scaled));
+    operand.assign(own.getResult());
+    ArrayRef<int64_t> block = scaled.getType().getBlock();
+    if (scaled->use_empty())
+      scaled.erase();
+    if (failed(slice(moe,
+                     {&own.getValuesMutable(), &own.getScalesMutable(), block},
+                     axis, first, count)))
+      return failure();
+    own.getResult().setType(BlockScaledType::get(
+        b.getContext(), cast<RankedTensorType>(own.getValues().getType()),
+        cast<RankedTensorType>(own.getScales().getType()), block));
     return success();
   }
 

@@ -90,10 +90,17 @@ def KilnFuseMxDequantGemmPass
   let summary = "Fold block-scaled dequantization into the GEMMs that consume it";
   let description = [{
     `kiln.matmul %x, (kiln.dequantize %v, %s)` becomes
-    `kiln.mx_matmul %x, %v, %s`, and the dequantized expert stacks of a
-    `kiln.moe` (routed and shared) become its `scales` operands, so no target
-    ever materializes dequantized weights. Applies to MXFP4 (block [1, 32])
-    and FP8 (block [128, 128]).
+    `kiln.mx_matmul %x, %v, %s`, and each dequantized expert weight of a
+    `kiln.moe` (routed and shared, the three of a group dequantized with
+    one block shape) becomes a `kiln.block_scaled %v, %s` value, so no
+    target ever materializes dequantized weights. Applies to MXFP4 (block
+    [1, 32]) and FP8 (block [128, 128]).
+
+    ```mlir
+    %g = kiln.block_scaled %gq, %gs
+           : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    %y = kiln.moe %x router %r bias %b experts %g, %u, %d ... : (...) -> tensor<?x256xf32>
+    ```
   }];
 }
 

@@ -63,3 +63,13 @@ func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>
 func.func @decode(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
   return %ids : tensor<?xi32>
 }
+
+// -----
+
+// expected-error @below {{argument #4 of @prefill must be a ranked tensor (a buffer), found '!kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4x1xf8E8M0FNU>, [1, 32]>'}}
+func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>, %w: !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4x1xf8E8M0FNU>, [1, 32]>) -> tensor<?xi32> {
+  return %ids : tensor<?xi32>
+}
+func.func @decode(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> tensor<?xi32> {
+  return %ids : tensor<?xi32>
+}

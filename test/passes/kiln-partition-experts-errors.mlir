@@ -17,6 +17,23 @@ func.func @args(%x: tensor<?x64xf32>, %g: tensor<16x32x64xbf16>, %u: tensor<16x3
 
 // -----
 
+// A block-scaled stack that is not a kiln.block_scaled of two kiln.weight
+// stacks (a function argument).
+func.func @scaled_arg(%x: tensor<?x64xf32>, %g: !kiln.block_scaled<tensor<16x32x64xf4E2M1FN>, tensor<16x32x2xf8E8M0FNU>, [1, 32]>, %d: !kiln.block_scaled<tensor<16x64x32xf4E2M1FN>, tensor<16x64x1xf8E8M0FNU>, [1, 32]>) -> tensor<?x64xf32> {
+  %r = kiln.weight "l1.router" : tensor<16x64xbf16>
+  %b = kiln.weight "l1.bias" : tensor<16xf32>
+  // expected-error @below {{an expert operand is not a whole kiln.weight expert stack}}
+  %y = kiln.moe %x router %r bias %b experts %g, %g, %d
+         top_k 4 groups 1 keep 1 scale 1.0 block_size 16
+         : (tensor<?x64xf32>, tensor<16x64xbf16>, tensor<16xf32>,
+            !kiln.block_scaled<tensor<16x32x64xf4E2M1FN>, tensor<16x32x2xf8E8M0FNU>, [1, 32]>,
+            !kiln.block_scaled<tensor<16x32x64xf4E2M1FN>, tensor<16x32x2xf8E8M0FNU>, [1, 32]>,
+            !kiln.block_scaled<tensor<16x64x32xf4E2M1FN>, tensor<16x64x1xf8E8M0FNU>, [1, 32]>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
 // A MoE whose result is summed over ranks already (kiln-partition-tensor ran
 // first).
 func.func @after_tensor(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {

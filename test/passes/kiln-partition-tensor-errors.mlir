@@ -172,3 +172,23 @@ func.func @unused_weight() {
   %w = kiln.weight "spare" : tensor<8x8xbf16>
   return
 }
+
+// -----
+
+// FP8 experts with blocks of 128 rows: 128 intermediate rows give 64 per
+// rank, inside one block.
+func.func @experts_fp8_blocks(%x: tensor<?x128xf32>) -> tensor<?x128xf32> {
+  %r = kiln.weight "l1.router" : tensor<4x128xbf16>
+  %b = kiln.weight "l1.bias" : tensor<4xf32>
+  %gq = kiln.weight "l1.experts.{e}.gate" : tensor<4x128x128xf8E4M3FN>
+  %gs = kiln.weight "l1.experts.{e}.gate_scale" : tensor<4x1x1xf32>
+  %g = kiln.block_scaled %gq, %gs : !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>
+  // expected-error @below {{weight 'l1.experts.{e}.gate' has blocks of 128 along its rows, and this rank's [64, 128) does not start and end on them}}
+  %y = kiln.moe %x router %r bias %b experts %g, %g, %g
+         top_k 2 groups 1 keep 1 scale 1.0 block_size 16
+         : (tensor<?x128xf32>, tensor<4x128xbf16>, tensor<4xf32>,
+            !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>,
+            !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>,
+            !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>) -> tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}

@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=2 rank=0" | FileCheck %s --check-prefix=R0
 // RUN: kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=2 rank=1" | FileCheck %s --check-prefix=R1
 // RUN: kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=1 rank=0" | FileCheck %s --check-prefix=ONE
+// RUN: kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=2 rank=1" | FileCheck %s --check-prefix=R1GONE
 // The result round-trips through the parser and verifier.
 // RUN: kiln-opt %s -split-input-file -kiln-partition-tensor="ranks=2 rank=1" | kiln-opt -split-input-file | FileCheck %s --check-prefix=R1
 // After kiln-partition-experts the MoE keeps that pass's sum over every rank.
@@ -108,6 +109,50 @@ func.func @moe(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
          : (tensor<?x64xf32>, tensor<16x64xbf16>, tensor<16xf32>, tensor<16x32x64xbf16>,
             tensor<16x32x64xbf16>, tensor<16x64x32xbf16>, tensor<32x64xbf16>,
             tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// A block-scaled MoE (MXFP4, blocks of 32 columns): values and scales are
+// cut together, down's columns counted in blocks for the scales; the
+// block-scaled value shared by gate and up is copied for each.
+// R0-LABEL: func.func @moe_block_scaled
+// R1-LABEL: func.func @moe_block_scaled
+// R1-DAG: %[[GQ:.*]] = kiln.weight "l1.experts.{e}.gate" encoding <mxfp4_values, even> slice [0, 32] : tensor<4x32x64xf4E2M1FN>
+// R1-DAG: %[[GS:.*]] = kiln.weight "l1.experts.{e}.gate" encoding <mxfp4_scales, even> slice [0, 32] : tensor<4x32x2xf8E8M0FNU>
+// R1-DAG: %[[DQ:.*]] = kiln.weight "l1.experts.{e}.down" encoding <mxfp4_values, even> slice [1, 32] : tensor<4x64x32xf4E2M1FN>
+// R1-DAG: %[[DS:.*]] = kiln.weight "l1.experts.{e}.down" encoding <mxfp4_scales, even> slice [1, 1] : tensor<4x64x1xf8E8M0FNU>
+// R1-DAG: %[[G:.*]] = kiln.block_scaled %[[GQ]], %[[GS]] : !kiln.block_scaled<tensor<4x32x64xf4E2M1FN>, tensor<4x32x2xf8E8M0FNU>, [1, 32]>
+// R1-DAG: %[[D:.*]] = kiln.block_scaled %[[DQ]], %[[DS]] : !kiln.block_scaled<tensor<4x64x32xf4E2M1FN>, tensor<4x64x1xf8E8M0FNU>, [1, 32]>
+// R1-DAG: %[[U:.*]] = kiln.block_scaled %{{.*}}, %{{.*}} : !kiln.block_scaled<tensor<4x32x64xf4E2M1FN>, tensor<4x32x2xf8E8M0FNU>, [1, 32]>
+// R1: %[[P:.*]] = kiln.moe %{{.*}} experts {{%[^,]*}}, {{%[^,]*}}, %[[D]] top_k
+// R1-NEXT: kiln.all_reduce %[[P]] group 2
+// R0: kiln.weight "l1.experts.{e}.down" encoding <mxfp4_scales, even> slice [1, 0] : tensor<4x64x1xf8E8M0FNU>
+// R0: kiln.moe
+// BOTH-LABEL: func.func @moe_block_scaled
+// BOTH: kiln.weight "l1.experts.{e}.down" encoding <mxfp4_scales, even> experts_from 2 slice [1, 1] : tensor<2x64x1xf8E8M0FNU>
+// BOTH: %[[P:.*]] = kiln.moe {{.*}} local_experts_from 2
+// BOTH-NEXT: kiln.all_reduce %[[P]] : tensor<?x64xf32>
+// BOTH-NOT: all_reduce
+// R1GONE-LABEL: func.func @moe_block_scaled
+// R1GONE-NOT: {{tensor<4x64x64x|tensor<4x64x2x}}
+// R1GONE: kiln.moe
+func.func @moe_block_scaled(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = kiln.weight "l1.router" : tensor<4x64xbf16>
+  %b = kiln.weight "l1.bias" : tensor<4xf32>
+  %gq = kiln.weight "l1.experts.{e}.gate" encoding <mxfp4_values, even> : tensor<4x64x64xf4E2M1FN>
+  %gs = kiln.weight "l1.experts.{e}.gate" encoding <mxfp4_scales, even> : tensor<4x64x2xf8E8M0FNU>
+  %dq = kiln.weight "l1.experts.{e}.down" encoding <mxfp4_values, even> : tensor<4x64x64xf4E2M1FN>
+  %ds = kiln.weight "l1.experts.{e}.down" encoding <mxfp4_scales, even> : tensor<4x64x2xf8E8M0FNU>
+  %g = kiln.block_scaled %gq, %gs : !kiln.block_scaled<tensor<4x64x64xf4E2M1FN>, tensor<4x64x2xf8E8M0FNU>, [1, 32]>
+  %d = kiln.block_scaled %dq, %ds : !kiln.block_scaled<tensor<4x64x64xf4E2M1FN>, tensor<4x64x2xf8E8M0FNU>, [1, 32]>
+  %y = kiln.moe %x router %r bias %b experts %g, %g, %d
+         top_k 2 groups 1 keep 1 scale 1.0 block_size 16
+         : (tensor<?x64xf32>, tensor<4x64xbf16>, tensor<4xf32>,
+            !kiln.block_scaled<tensor<4x64x64xf4E2M1FN>, tensor<4x64x2xf8E8M0FNU>, [1, 32]>,
+            !kiln.block_scaled<tensor<4x64x64xf4E2M1FN>, tensor<4x64x2xf8E8M0FNU>, [1, 32]>,
+            !kiln.block_scaled<tensor<4x64x64xf4E2M1FN>, tensor<4x64x2xf8E8M0FNU>, [1, 32]>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
 

@@ -17,7 +17,14 @@ using namespace kiln;
 #define GET_ATTRDEF_CLASSES
 #include "dialects/kiln/IR/KilnAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/kiln/IR/KilnTypes.cpp.inc"
+
 void KilnDialect::initialize() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dialects/kiln/IR/KilnTypes.cpp.inc"
+      >();
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "dialects/kiln/IR/KilnAttrs.cpp.inc"

@@ -28,6 +28,10 @@ def Kiln_Dialect : Dialect {
     * **Fused level**, what the passes produce: `kiln.moe` (route, group tokens
       by expert, grouped expert GEMMs with SwiGLU, weighted combine and the
       shared expert) and `kiln.mx_matmul` (block-scaled dequantize + GEMM).
+      A `kiln.moe` reads its MXFP4 or FP8 expert weights as
+      `!kiln.block_scaled` values (values, scales and block shape in one
+      value, made by `kiln.block_scaled`) and dequantizes them inside its
+      GEMMs.
 
     Weights never enter the IR: `kiln.weight` names a tensor of the checkpoint
     and says how its bytes are stored. The compiler streams the data into the
@@ -38,6 +42,7 @@ def Kiln_Dialect : Dialect {
     `decode` and `draft`, taking token ids, sequence ids and positions.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
 }
 
@@ -47,6 +52,11 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
 class Kiln_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Kiln_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
+}
+
+class Kiln_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Kiln_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
 }
 
 //===----------------------------------------------------------------------===//
@@ -137,6 +147,36 @@ def Kiln_RouterAttr : Kiln_Attr<"Router", "router"> {
     "bool":$norm_topk_prob,
     "::mlir::FloatAttr":$routed_scaling_factor);
   let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Kiln_BlockScaledType : Kiln_Type<"BlockScaled", "block_scaled"> {
+  let summary = "a block-scaled tensor: values and one scale per block";
+  let description = [{
+    The tensor `values[..., i, j] * scales[..., i / B0, j / B1]` with
+    `block = [B0, B1]` over the last two dimensions, kept as its two parts
+    (the rules of `kiln.dequantize`):
+
+    * MXFP4: `f4E2M1FN` values, `f8E8M0FNU` scales, block `[1, 32]`.
+    * FP8 (official GLM FP8): `f8E4M3FN` values, `f32` scales, any block
+      (`[128, 128]` in the checkpoints).
+
+    The scales have the values' shape with the last two dimensions divided
+    by the block, rounded up. Made by `kiln.block_scaled`; `kiln.moe` reads
+    its expert weights in this form and dequantizes them inside its GEMMs.
+
+    ```mlir
+    !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    ```
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$values,
+                        "::mlir::RankedTensorType":$scales,
+                        ArrayRefParameter<"int64_t">:$block);
+  let assemblyFormat = "`<` $values `,` $scales `,` `[` $block `]` `>`";
   let genVerifyDecl = 1;
 }
 

@@ -18,7 +18,22 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/kiln/IR/KilnAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "dialects/kiln/IR/KilnTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/kiln/IR/KilnOps.h.inc"
+
+namespace kiln {
+
+/// The tensor a weight operand stands for: a ranked tensor's own type, or
+/// the values' type of a !kiln.block_scaled.
+inline mlir::RankedTensorType valuesType(mlir::Type type) {
+  if (auto scaled = llvm::dyn_cast<BlockScaledType>(type))
+    return scaled.getValues();
+  return llvm::cast<mlir::RankedTensorType>(type);
+}
+
+} // namespace kiln
 
 #endif // KILN_DIALECTS_KILN_IR_KILNOPS_H

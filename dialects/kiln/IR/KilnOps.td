@@ -114,6 +114,33 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_BlockScaledOp : Kiln_Op<"block_scaled", [Pure,
+    TypesMatchWith<"values have the type the result names", "result",
+                   "values",
+                   "::llvm::cast<::kiln::BlockScaledType>($_self).getValues()">,
+    TypesMatchWith<"scales have the type the result names", "result",
+                   "scales",
+                   "::llvm::cast<::kiln::BlockScaledType>($_self).getScales()">]> {
+  let summary = "pairs block-scaled values with their scales";
+  let description = [{
+    Makes one `!kiln.block_scaled` value of `values` and `scales`, whose
+    types and block shape the result type names (its rules are checked
+    there). Nothing is computed: the op that reads the value (`kiln.moe`)
+    dequantizes inside its own kernels. Produced by
+    `kiln-fuse-mx-dequant-gemm` from a `kiln.dequantize`.
+
+    ```mlir
+    %g = kiln.block_scaled %q, %s
+           : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$values, Kiln_Tensor:$scales);
+  let results = (outs Kiln_BlockScaledType:$result);
+  let assemblyFormat = [{
+    $values `,` $scales attr-dict `:` qualified(type($result))
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Dense math
 //===----------------------------------------------------------------------===//
@@ -688,7 +715,11 @@ def Kiln_ExpertsOp : Kiln_Op<"experts", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
+// A kiln.moe expert weight: a float tensor, or block-scaled values.
+def Kiln_ExpertWeight : AnyTypeOf<[Kiln_FloatTensor, Kiln_BlockScaledType],
+                                  "float tensor or block-scaled tensor">;
+
+def Kiln_MoeOp : Kiln_Op<"moe", [Pure]> {
   let summary = "fused mixture of experts: route, group, expert GEMMs, combine";
   let description = [{
     One op for a whole GLM MoE block:
@@ -700,11 +731,14 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     2. group the (token, expert) pairs by expert, each group padded to
        `block_size` rows, so each expert's weights are read once per block;
     3. grouped SwiGLU expert GEMMs (gate/up `[E, I, H]`, down `[E, H, I]`);
-       with `*_scales` the expert weights are block-scaled (`block`, and
-       `shared_block` for the shared expert, which may use another format)
-       and dequantized inside the GEMM;
-    4. weighted combine, plus the shared expert (`shared_gate`/`up`/`down`,
-       `[Is, H]`/`[Is, H]`/`[H, Is]`) when present.
+    4. weighted combine, plus the shared expert (`shared` gate, up, down:
+       `[Is, H]`, `[Is, H]`, `[H, Is]`) when present.
+
+    Each expert weight is a float tensor, or a `!kiln.block_scaled` value
+    (MXFP4 or FP8, made by `kiln.block_scaled`) dequantized inside the
+    GEMM. The three routed stacks are all float or all block-scaled with
+    one block shape; so are the three shared matrices, whose format may
+    differ from the routed ones (a BF16 shared expert beside MXFP4 experts).
 
     With `local_experts_from F` the stacks hold only experts F .. F+El-1 of
     the router's E (one rank's share under expert parallelism): the router
@@ -712,41 +746,50 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure, AttrSizedOperandSegments]> {
     (the ranks' results are summed by a `kiln.all_reduce`).
 
     ```mlir
-    %y = kiln.moe %x router %rw bias %rb experts %g, %u, %d
+    %g = kiln.block_scaled %gq, %gs
+           : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    %u = kiln.block_scaled %uq, %us
+           : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    %d = kiln.block_scaled %dq, %ds
+           : !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>
+    %y = kiln.moe %x router %rw bias %rb experts %g, %u, %d shared %sg, %su, %sd
            top_k 4 groups 1 keep 1 scale 2.5 norm block_size 16
-           : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, tensor<16x128x256xbf16>,
-              tensor<16x128x256xbf16>, tensor<16x256x128xbf16>) -> tensor<?x256xf32>
+           : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>,
+              !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>,
+              !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>,
+              !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>,
+              tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<256x128xbf16>) -> tensor<?x256xf32>
     ```
   }];
   let arguments = (ins
     Kiln_FloatTensor:$input, Kiln_FloatTensor:$router,
     Kiln_FloatTensor:$router_bias,
-    Kiln_Tensor:$gate, Kiln_Tensor:$up, Kiln_Tensor:$down,
-    Optional<Kiln_Tensor>:$gate_scales, Optional<Kiln_Tensor>:$up_scales,
-    Optional<Kiln_Tensor>:$down_scales,
-    Optional<Kiln_Tensor>:$shared_gate, Optional<Kiln_Tensor>:$shared_up,
-    Optional<Kiln_Tensor>:$shared_down,
-    Optional<Kiln_Tensor>:$shared_gate_scales,
-    Optional<Kiln_Tensor>:$shared_up_scales,
-    Optional<Kiln_Tensor>:$shared_down_scales,
+    Kiln_ExpertWeight:$gate, Kiln_ExpertWeight:$up, Kiln_ExpertWeight:$down,
+    Variadic<Kiln_ExpertWeight>:$shared,
     I64Attr:$top_k, I64Attr:$n_group, I64Attr:$topk_group,
     F32Attr:$routed_scaling_factor, UnitAttr:$norm_topk_prob,
-    I64Attr:$block_size, OptionalAttr<DenseI64ArrayAttr>:$block,
-    OptionalAttr<DenseI64ArrayAttr>:$shared_block,
+    I64Attr:$block_size,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$expert_offset);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `router` $router `bias` $router_bias `experts` $gate `,` $up `,` $down
-    (`scales` $gate_scales^ `,` $up_scales `,` $down_scales)?
-    (`shared` $shared_gate^ `,` $shared_up `,` $shared_down)?
-    (`shared_scales` $shared_gate_scales^ `,` $shared_up_scales `,` $shared_down_scales)?
+    (`shared` $shared^)?
     `top_k` $top_k `groups` $n_group `keep` $topk_group
     `scale` $routed_scaling_factor (`norm` $norm_topk_prob^)?
-    `block_size` $block_size (`block` $block^)?
-    (`shared_block` $shared_block^)? (`local_experts_from` $expert_offset^)?
+    `block_size` $block_size (`local_experts_from` $expert_offset^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The shared expert's matrices, or null without one.
+    ::mlir::Value getSharedGate() { return sharedMatrix(0); }
+    ::mlir::Value getSharedUp() { return sharedMatrix(1); }
+    ::mlir::Value getSharedDown() { return sharedMatrix(2); }
+    /// Matrix `i` (0 gate, 1 up, 2 down) of the shared expert, or null.
+    ::mlir::Value sharedMatrix(unsigned i) {
+      return getShared().size() == 3 ? getShared()[i] : ::mlir::Value();
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

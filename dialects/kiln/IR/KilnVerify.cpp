@@ -60,14 +60,18 @@ LogicalResult expectRank(Operation *op, StringRef what, Value v, int64_t rank) {
   return success();
 }
 
-LogicalResult expectShape(Operation *op, StringRef what, Value v,
-                          ArrayRef<int64_t> expected) {
-  auto shape = tensorType(v).getShape();
+LogicalResult expectShape(Operation *op, StringRef what,
+                          ArrayRef<int64_t> shape, ArrayRef<int64_t> expected) {
   if (!shapesAgree(shape, expected))
     return op->emitOpError()
            << what << " must have shape " << shapeString(expected) << ", found "
            << shapeString(shape);
   return success();
+}
+
+LogicalResult expectShape(Operation *op, StringRef what, Value v,
+                          ArrayRef<int64_t> expected) {
+  return expectShape(op, what, tensorType(v).getShape(), expected);
 }
 
 /// 1-D integer tensors of token-level metadata (ids, sequence ids, positions).
@@ -78,38 +82,35 @@ LogicalResult expectTokenVector(Operation *op, StringRef what, Value v,
   return expectShape(op, what, v, {tokens});
 }
 
-/// Shared rules of `kiln.dequantize` and `kiln.mx_matmul`.
-LogicalResult verifyBlockScaled(Operation *op, Value values, Value scales,
-                                ArrayRef<int64_t> block) {
-  auto vt = tensorType(values), st = tensorType(scales);
+/// The rules of block-scaled values and scales (`kiln.dequantize`,
+/// `kiln.mx_matmul`, `kiln.mla_attention` and `!kiln.block_scaled`).
+LogicalResult checkBlockScaled(function_ref<InFlightDiagnostic()> emitError,
+                               RankedTensorType vt, RankedTensorType st,
+                               ArrayRef<int64_t> block) {
   if (vt.getRank() < 2)
-    return op->emitOpError()
-           << "values must have rank >= 2, found rank " << vt.getRank();
+    return emitError() << "values must have rank >= 2, found rank "
+                       << vt.getRank();
   if (vt.getRank() != st.getRank())
-    return op->emitOpError()
-           << "values and scales must have the same rank, found "
-           << vt.getRank() << " and " << st.getRank();
+    return emitError() << "values and scales must have the same rank, found "
+                       << vt.getRank() << " and " << st.getRank();
   if (block.size() != 2)
-    return op->emitOpError()
-           << "block must have 2 entries, found " << block.size();
+    return emitError() << "block must have 2 entries, found " << block.size();
   if (block[0] <= 0 || block[1] <= 0)
-    return op->emitOpError()
-           << "block sizes must be positive, found " << shapeString(block);
+    return emitError() << "block sizes must be positive, found "
+                       << shapeString(block);
   Type ve = vt.getElementType(), se = st.getElementType();
   if (isa<Float4E2M1FNType>(ve)) {
     if (!isa<Float8E8M0FNUType>(se))
-      return op->emitOpError()
-             << "f4E2M1FN values need f8E8M0FNU scales, found " << se;
+      return emitError() << "f4E2M1FN values need f8E8M0FNU scales, found "
+                         << se;
     if (block[0] != 1 || block[1] != 32)
-      return op->emitOpError()
-             << "MXFP4 block must be [1, 32], found " << shapeString(block);
+      return emitError() << "MXFP4 block must be [1, 32], found "
+                         << shapeString(block);
   } else if (isa<Float8E4M3FNType>(ve)) {
     if (!se.isF32())
-      return op->emitOpError()
-             << "f8E4M3FN values need f32 scales, found " << se;
+      return emitError() << "f8E4M3FN values need f32 scales, found " << se;
   } else {
-    return op->emitOpError()
-           << "values must be f4E2M1FN or f8E4M3FN, found " << ve;
+    return emitError() << "values must be f4E2M1FN or f8E4M3FN, found " << ve;
   }
   SmallVector<int64_t> expected(vt.getShape());
   int64_t r = vt.getRank();
@@ -119,11 +120,18 @@ LogicalResult verifyBlockScaled(Operation *op, Value values, Value scales,
       d = (d + block[i] - 1) / block[i];
   }
   if (!shapesAgree(st.getShape(), expected))
-    return op->emitOpError()
-           << "scales must have shape " << shapeString(expected)
-           << " (values shape divided by the block, rounded up), found "
-           << shapeString(st.getShape());
+    return emitError() << "scales must have shape " << shapeString(expected)
+                       << " (values shape divided by the block, rounded up), "
+                          "found "
+                       << shapeString(st.getShape());
   return success();
+}
+
+/// The rules above for an op's `values` and `scales` operands.
+LogicalResult verifyBlockScaled(Operation *op, Value values, Value scales,
+                                ArrayRef<int64_t> block) {
+  return checkBlockScaled([op] { return op->emitOpError(); },
+                          tensorType(values), tensorType(scales), block);
 }
 
 /// `lhs` [T, K] times a [N, K] weight gives `result` [T, N].
@@ -228,6 +236,13 @@ LogicalResult DequantizeOp::verify() {
     return failure();
   return expectShape(*this, "result", getResult(),
                      tensorType(getValues()).getShape());
+}
+
+LogicalResult
+BlockScaledType::verify(function_ref<InFlightDiagnostic()> emitError,
+                        RankedTensorType values, RankedTensorType scales,
+                        ArrayRef<int64_t> block) {
+  return checkBlockScaled(emitError, values, scales, block);
 }
 
 //===----------------------------------------------------------------------===//
@@ -656,23 +671,47 @@ LogicalResult IndexerTopKOp::verifySymbolUses(SymbolTableCollection &tables) {
 // Mixture of experts
 //===----------------------------------------------------------------------===//
 
+/// The shape of an expert weight (a block-scaled one's values).
+static ArrayRef<int64_t> weightShape(Value v) {
+  return valuesType(v.getType()).getShape();
+}
+
 /// gate/up [E, I, H], down [E, H, I] given E and H; returns I.
 static FailureOr<int64_t> verifyExpertStack(Operation *op, Value gate, Value up,
                                             Value down, int64_t e, int64_t h,
                                             StringRef prefix) {
-  auto g = tensorType(gate);
-  if (g.getRank() != 3)
-    return op->emitOpError() << prefix << "gate must be [E, I, H], found "
-                             << shapeString(g.getShape());
-  int64_t inter = g.getDimSize(1);
+  ArrayRef<int64_t> g = weightShape(gate);
+  if (g.size() != 3)
+    return op->emitOpError()
+           << prefix << "gate must be [E, I, H], found " << shapeString(g);
+  int64_t inter = g[1];
   std::string gateName = (prefix + "gate").str(),
               upName = (prefix + "up").str(),
               downName = (prefix + "down").str();
-  if (failed(expectShape(op, gateName, gate, {e, inter, h})) ||
-      failed(expectShape(op, upName, up, {e, inter, h})) ||
-      failed(expectShape(op, downName, down, {e, h, inter})))
+  if (failed(expectShape(op, gateName, g, {e, inter, h})) ||
+      failed(expectShape(op, upName, weightShape(up), {e, inter, h})) ||
+      failed(expectShape(op, downName, weightShape(down), {e, h, inter})))
     return failure();
   return inter;
+}
+
+/// The three matrices of an expert group are all float tensors or all
+/// block-scaled with one block shape (one dispatch format for the group).
+static LogicalResult verifyExpertFormat(Operation *op, Value gate, Value up,
+                                        Value down, StringRef prefix) {
+  auto blockOf = [](Value v) -> std::optional<ArrayRef<int64_t>> {
+    if (auto scaled = dyn_cast<BlockScaledType>(v.getType()))
+      return scaled.getBlock();
+    return std::nullopt;
+  };
+  auto block = blockOf(gate);
+  if (blockOf(up) == block && blockOf(down) == block)
+    return success();
+  return op->emitOpError()
+         << prefix << "gate, " << prefix << "up and " << prefix
+         << "down must be all float tensors or all block-scaled with one "
+            "block, found "
+         << gate.getType() << ", " << up.getType() << " and " << down.getType();
 }
 
 LogicalResult ExpertsOp::verify() {
@@ -710,30 +749,17 @@ LogicalResult MoeOp::verify() {
     if (rule)
       return emitOpError() << rule.field << " " << rule.message;
 
-  bool quantized = getGateScales() != nullptr;
-  if (quantized != getBlock().has_value())
-    return emitOpError() << "expert scales and the 'block' attribute go "
-                            "together";
-  if (getSharedGateScales() && !getSharedGate())
-    return emitOpError() << "shared_scales given without a shared expert";
-  if (bool(getSharedGateScales()) != getSharedBlock().has_value())
-    return emitOpError() << "shared_scales and the 'shared_block' attribute "
-                            "go together";
-  if (quantized) {
-    for (auto [v, s] : {std::pair(getGate(), getGateScales()),
-                        std::pair(getUp(), getUpScales()),
-                        std::pair(getDown(), getDownScales())})
-      if (failed(verifyBlockScaled(*this, v, s, *getBlock())))
-        return failure();
-  } else if (!isa<FloatType>(tensorType(getGate()).getElementType())) {
-    return emitOpError() << "unscaled expert weights must be float, found "
-                         << tensorType(getGate()).getElementType();
-  }
+  if (!getShared().empty() && getShared().size() != 3)
+    return emitOpError() << "the shared expert takes 3 operands (gate, up, "
+                            "down), found "
+                         << getShared().size();
+  if (failed(verifyExpertFormat(*this, getGate(), getUp(), getDown(), "")))
+    return failure();
   // One rank's share of the experts: [offset, offset + El) of the E.
   int64_t local = e;
   if (getExpertOffset()) {
-    auto g = tensorType(getGate());
-    local = g.getRank() == 3 ? g.getDimSize(0) : e;
+    ArrayRef<int64_t> g = weightShape(getGate());
+    local = g.size() == 3 ? g[0] : e;
     int64_t offset = int64_t(*getExpertOffset());
     if (local < 1 || offset + local > e)
       return emitOpError() << "local experts [" << offset << ", "
@@ -743,22 +769,21 @@ LogicalResult MoeOp::verify() {
   if (failed(verifyExpertStack(*this, getGate(), getUp(), getDown(), local, h,
                                "")))
     return failure();
-  if (getSharedGate()) {
-    auto sg = tensorType(getSharedGate());
-    if (sg.getRank() != 2)
-      return emitOpError() << "shared_gate must be [Is, H], found "
-                           << shapeString(sg.getShape());
-    int64_t is = sg.getDimSize(0);
-    if (failed(expectShape(*this, "shared_gate", getSharedGate(), {is, h})) ||
-        failed(expectShape(*this, "shared_up", getSharedUp(), {is, h})) ||
-        failed(expectShape(*this, "shared_down", getSharedDown(), {h, is})))
+  if (Value sharedGate = getSharedGate()) {
+    if (failed(verifyExpertFormat(*this, sharedGate, getSharedUp(),
+                                  getSharedDown(), "shared_")))
       return failure();
-    if (getSharedGateScales())
-      for (auto [v, s] : {std::pair(getSharedGate(), getSharedGateScales()),
-                          std::pair(getSharedUp(), getSharedUpScales()),
-                          std::pair(getSharedDown(), getSharedDownScales())})
-        if (failed(verifyBlockScaled(*this, v, s, *getSharedBlock())))
-          return failure();
+    ArrayRef<int64_t> sg = weightShape(sharedGate);
+    if (sg.size() != 2)
+      return emitOpError() << "shared_gate must be [Is, H], found "
+                           << shapeString(sg);
+    int64_t is = sg[0];
+    if (failed(expectShape(*this, "shared_gate", sg, {is, h})) ||
+        failed(expectShape(*this, "shared_up", weightShape(getSharedUp()),
+                           {is, h})) ||
+        failed(expectShape(*this, "shared_down", weightShape(getSharedDown()),
+                           {h, is})))
+      return failure();
   }
   return expectShape(*this, "result", getResult(), in.getShape());
 }

@@ -626,32 +626,8 @@ func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<3xf32>, %g:
 
 // -----
 
-func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>) {
-  // expected-error @below {{expert scales and the 'block' attribute go together}}
-  %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 8 block [1, 32] : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>) -> tensor<?x8xf32>
-  return
-}
-
-// -----
-
-func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>, %ss: tensor<6x1xf8E8M0FNU>) {
-  // expected-error @below {{shared_scales given without a shared expert}}
-  %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared_scales %ss, %ss, %ss top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<6x1xf8E8M0FNU>, tensor<6x1xf8E8M0FNU>, tensor<6x1xf8E8M0FNU>) -> tensor<?x8xf32>
-  return
-}
-
-// -----
-
-func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>, %sq: tensor<6x8xf4E2M1FN>, %ss: tensor<6x1xf8E8M0FNU>, %sd: tensor<8x6xf4E2M1FN>) {
-  // expected-error @below {{shared_scales and the 'shared_block' attribute go together}}
-  %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %sq, %sq, %sd shared_scales %ss, %ss, %ss top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<6x8xf4E2M1FN>, tensor<6x8xf4E2M1FN>, tensor<8x6xf4E2M1FN>, tensor<6x1xf8E8M0FNU>, tensor<6x1xf8E8M0FNU>, tensor<6x1xf8E8M0FNU>) -> tensor<?x8xf32>
-  return
-}
-
-// -----
-
 func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xi32>, %d: tensor<4x8x6xi32>) {
-  // expected-error @below {{unscaled expert weights must be float, found 'i32'}}
+  // expected-error @below {{operand #3 must be float tensor or block-scaled tensor, but got 'tensor<4x6x8xi32>'}}
   %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xi32>, tensor<4x6x8xi32>, tensor<4x8x6xi32>) -> tensor<?x8xf32>
   return
 }
@@ -669,6 +645,119 @@ func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g:
 func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>, %s: tensor<6x8xbf16>) {
   // expected-error @below {{shared_down must have shape [8, 6], found [6, 8]}}
   %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %s, %s, %s top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<6x8xbf16>, tensor<6x8xbf16>, tensor<6x8xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x8xf32>, %rw: tensor<4x8xbf16>, %rb: tensor<4xf32>, %g: tensor<4x6x8xbf16>, %d: tensor<4x8x6xbf16>, %s: tensor<6x8xbf16>) {
+  // expected-error @below {{the shared expert takes 3 operands (gate, up, down), found 2}}
+  %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d shared %s, %s top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x6x8xbf16>, tensor<4x6x8xbf16>, tensor<4x8x6xbf16>, tensor<6x8xbf16>, tensor<6x8xbf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x32xf32>, %rw: tensor<4x32xbf16>, %rb: tensor<4xf32>, %g: !kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>, %u: tensor<4x6x32xbf16>, %d: !kiln.block_scaled<tensor<4x32x6xf4E2M1FN>, tensor<4x32x1xf8E8M0FNU>, [1, 32]>) {
+  // expected-error @below {{gate, up and down must be all float tensors or all block-scaled with one block, found '!kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>', 'tensor<4x6x32xbf16>' and '!kiln.block_scaled<tensor<4x32x6xf4E2M1FN>, tensor<4x32x1xf8E8M0FNU>, [1, 32]>'}}
+  %0 = kiln.moe %x router %rw bias %rb experts %g, %u, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x32xf32>, tensor<4x32xbf16>, tensor<4xf32>, !kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>, tensor<4x6x32xbf16>, !kiln.block_scaled<tensor<4x32x6xf4E2M1FN>, tensor<4x32x1xf8E8M0FNU>, [1, 32]>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x256xf32>, %rw: tensor<4x256xbf16>, %rb: tensor<4xf32>, %g: tensor<4x256x256xbf16>, %sq: !kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>, %sd: !kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x8xf32>, [128, 32]>) {
+  // expected-error @below {{shared_gate, shared_up and shared_down must be all float tensors or all block-scaled with one block, found '!kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>', '!kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>' and '!kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x8xf32>, [128, 32]>'}}
+  %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %g shared %sq, %sq, %sd top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x256xf32>, tensor<4x256xbf16>, tensor<4xf32>, tensor<4x256x256xbf16>, tensor<4x256x256xbf16>, tensor<4x256x256xbf16>, !kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>, !kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>, !kiln.block_scaled<tensor<256x256xf8E4M3FN>, tensor<2x8xf32>, [128, 32]>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+// A block-scaled stack's shape is its values'.
+func.func @f(%x: tensor<?x32xf32>, %rw: tensor<4x32xbf16>, %rb: tensor<4xf32>, %g: !kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>, %d: !kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>) {
+  // expected-error @below {{down must have shape [4, 32, 6], found [4, 6, 32]}}
+  %0 = kiln.moe %x router %rw bias %rb experts %g, %g, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 8 : (tensor<?x32xf32>, tensor<4x32xbf16>, tensor<4xf32>, !kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>, !kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>, !kiln.block_scaled<tensor<4x6x32xf4E2M1FN>, tensor<4x6x1xf8E8M0FNU>, [1, 32]>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// !kiln.block_scaled checks its parts where the type is written.
+// expected-error @below {{values must have rank >= 2, found rank 1}}
+func.func @f(%v: !kiln.block_scaled<tensor<32xf4E2M1FN>, tensor<1xf8E8M0FNU>, [1, 32]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{values and scales must have the same rank, found 2 and 1}}
+func.func @f(%v: !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4xf8E8M0FNU>, [1, 32]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{block must have 2 entries, found 1}}
+func.func @f(%v: !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4x1xf8E8M0FNU>, [32]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{block sizes must be positive, found [0, 32]}}
+func.func @f(%v: !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4x1xf8E8M0FNU>, [0, 32]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{f4E2M1FN values need f8E8M0FNU scales, found 'f32'}}
+func.func @f(%v: !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4x1xf32>, [1, 32]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{MXFP4 block must be [1, 32], found [4, 32]}}
+func.func @f(%v: !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<1x1xf8E8M0FNU>, [4, 32]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{f8E4M3FN values need f32 scales, found 'bf16'}}
+func.func @f(%v: !kiln.block_scaled<tensor<4x32xf8E4M3FN>, tensor<1x1xbf16>, [128, 128]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{values must be f4E2M1FN or f8E4M3FN, found 'bf16'}}
+func.func @f(%v: !kiln.block_scaled<tensor<4x32xbf16>, tensor<1x1xf32>, [128, 128]>) {
+  return
+}
+
+// -----
+
+// expected-error @below {{scales must have shape [2, 3] (values shape divided by the block, rounded up), found [2, 2]}}
+func.func @f(%v: !kiln.block_scaled<tensor<200x300xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>) {
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<4x64xf4E2M1FN>, %s: tensor<4x1xf8E8M0FNU>) {
+  // expected-error @below {{failed to verify that values have the type the result names}}
+  %0 = "kiln.block_scaled"(%q, %s) : (tensor<4x64xf4E2M1FN>, tensor<4x1xf8E8M0FNU>) -> !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4x1xf8E8M0FNU>, [1, 32]>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<4x32xf4E2M1FN>, %s: tensor<4x2xf8E8M0FNU>) {
+  // expected-error @below {{failed to verify that scales have the type the result names}}
+  %0 = "kiln.block_scaled"(%q, %s) : (tensor<4x32xf4E2M1FN>, tensor<4x2xf8E8M0FNU>) -> !kiln.block_scaled<tensor<4x32xf4E2M1FN>, tensor<4x1xf8E8M0FNU>, [1, 32]>
   return
 }
 

@@ -129,27 +129,62 @@ func.func @moe(%x: tensor<?x256xf32>, %idx: tensor<?x4xi32>, %w: tensor<?x4xf32>
                %g: tensor<16x128x256xbf16>, %u: tensor<16x128x256xbf16>, %d: tensor<16x256x128xbf16>,
                %gq: tensor<16x128x256xf4E2M1FN>, %gs: tensor<16x128x8xf8E8M0FNU>,
                %dq: tensor<16x256x128xf4E2M1FN>, %ds: tensor<16x256x4xf8E8M0FNU>,
-               %sg: tensor<128x256xbf16>, %sd: tensor<256x128xbf16>) -> tensor<?x256xf32> {
+               %sg: tensor<128x256xbf16>, %sd: tensor<256x128xbf16>,
+               %sq: tensor<200x256xf8E4M3FN>, %ss: tensor<2x2xf32>,
+               %sdq: tensor<256x200xf8E4M3FN>, %sds: tensor<2x2xf32>) -> tensor<?x256xf32> {
   // CHECK: kiln.experts %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x256xf32>, tensor<?x4xi32>, tensor<?x4xf32>
   %e = kiln.experts %x, %idx, %w, %g, %u, %d : tensor<?x256xf32>, tensor<?x4xi32>, tensor<?x4xf32>, tensor<16x128x256xbf16>, tensor<16x128x256xbf16>, tensor<16x256x128xbf16> -> tensor<?x256xf32>
   // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %{{.*}}, %{{.*}}, %{{.*}} top_k 4 groups 1 keep 1 scale 2.500000e+00 norm block_size 16 :
   %m = kiln.moe %x router %rw bias %rb experts %g, %u, %d top_k 4 groups 1 keep 1 scale 2.5 norm block_size 16 : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, tensor<16x128x256xbf16>, tensor<16x128x256xbf16>, tensor<16x256x128xbf16>) -> tensor<?x256xf32>
-  // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %{{.*}}, %{{.*}}, %{{.*}} scales %{{.*}}, %{{.*}}, %{{.*}} shared %{{.*}}, %{{.*}}, %{{.*}} top_k 4 groups 4 keep 2 scale 1.000000e+00 block_size 32 block [1, 32]
-  %q = kiln.moe %x router %rw bias %rb experts %gq, %gq, %dq scales %gs, %gs, %ds shared %sg, %sg, %sd top_k 4 groups 4 keep 2 scale 1.0 block_size 32 block [1, 32] : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, tensor<16x128x256xf4E2M1FN>, tensor<16x128x256xf4E2M1FN>, tensor<16x256x128xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, tensor<16x128x8xf8E8M0FNU>, tensor<16x256x4xf8E8M0FNU>, tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<256x128xbf16>) -> tensor<?x256xf32>
+  // CHECK: %[[G:.*]] = kiln.block_scaled %{{.*}}, %{{.*}} : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+  %bg = kiln.block_scaled %gq, %gs : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+  // CHECK: %[[D:.*]] = kiln.block_scaled %{{.*}}, %{{.*}} : !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>
+  %bd = kiln.block_scaled %dq, %ds : !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>
+  // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %[[G]], %[[G]], %[[D]] shared %{{.*}}, %{{.*}}, %{{.*}} top_k 4 groups 4 keep 2 scale 1.000000e+00 block_size 32 : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>, !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>, !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>, tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<256x128xbf16>) -> tensor<?x256xf32>
+  %q = kiln.moe %x router %rw bias %rb experts %bg, %bg, %bd shared %sg, %sg, %sd top_k 4 groups 4 keep 2 scale 1.0 block_size 32 : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>, !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>, !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>, tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<256x128xbf16>) -> tensor<?x256xf32>
+  // BF16 routed experts beside an FP8 shared expert with its own block.
+  // CHECK: %[[SG:.*]] = kiln.block_scaled %{{.*}}, %{{.*}} : !kiln.block_scaled<tensor<200x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>
+  %bsg = kiln.block_scaled %sq, %ss : !kiln.block_scaled<tensor<200x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>
+  %bsd = kiln.block_scaled %sdq, %sds : !kiln.block_scaled<tensor<256x200xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>
+  // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %{{.*}}, %{{.*}}, %{{.*}} shared %[[SG]], %[[SG]], %{{.*}} top_k 4 groups 1 keep 1 scale 1.000000e+00 block_size 16 local_experts_from 0 :
+  %f = kiln.moe %x router %rw bias %rb experts %g, %u, %d shared %bsg, %bsg, %bsd top_k 4 groups 1 keep 1 scale 1.0 block_size 16 local_experts_from 0 : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, tensor<16x128x256xbf16>, tensor<16x128x256xbf16>, tensor<16x256x128xbf16>, !kiln.block_scaled<tensor<200x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>, !kiln.block_scaled<tensor<200x256xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>, !kiln.block_scaled<tensor<256x200xf8E4M3FN>, tensor<2x2xf32>, [128, 128]>) -> tensor<?x256xf32>
   %s = kiln.add %m, %q : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
-  return %s : tensor<?x256xf32>
+  %t = kiln.add %s, %f : tensor<?x256xf32>, tensor<?x256xf32> -> tensor<?x256xf32>
+  return %t : tensor<?x256xf32>
 }
 
-// The example in kiln.moe's description (KilnOps.td), verbatim: keep them equal.
+// The examples in the descriptions of kiln.block_scaled and kiln.moe
+// (KilnOps.td), verbatim: keep them equal.
+// CHECK-LABEL: func.func @block_scaled_doc_example
+func.func @block_scaled_doc_example(%q: tensor<16x128x256xf4E2M1FN>, %s: tensor<16x128x8xf8E8M0FNU>)
+    -> !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]> {
+  // CHECK: kiln.block_scaled %{{.*}}, %{{.*}} : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    %g = kiln.block_scaled %q, %s
+           : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+  return %g : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+}
+
 // CHECK-LABEL: func.func @moe_doc_example
 func.func @moe_doc_example(%x: tensor<?x256xf32>, %rw: tensor<16x256xbf16>, %rb: tensor<16xf32>,
-                           %g: tensor<16x128x256xbf16>, %u: tensor<16x128x256xbf16>,
-                           %d: tensor<16x256x128xbf16>) -> tensor<?x256xf32> {
-  // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %{{.*}}, %{{.*}}, %{{.*}} top_k 4 groups 1 keep 1 scale 2.500000e+00 norm block_size 16 :
-    %y = kiln.moe %x router %rw bias %rb experts %g, %u, %d
+                           %gq: tensor<16x128x256xf4E2M1FN>, %gs: tensor<16x128x8xf8E8M0FNU>,
+                           %uq: tensor<16x128x256xf4E2M1FN>, %us: tensor<16x128x8xf8E8M0FNU>,
+                           %dq: tensor<16x256x128xf4E2M1FN>, %ds: tensor<16x256x4xf8E8M0FNU>,
+                           %sg: tensor<128x256xbf16>, %su: tensor<128x256xbf16>,
+                           %sd: tensor<256x128xbf16>) -> tensor<?x256xf32> {
+  // CHECK: kiln.moe %{{.*}} router %{{.*}} bias %{{.*}} experts %{{.*}}, %{{.*}}, %{{.*}} shared %{{.*}}, %{{.*}}, %{{.*}} top_k 4 groups 1 keep 1 scale 2.500000e+00 norm block_size 16 :
+    %g = kiln.block_scaled %gq, %gs
+           : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    %u = kiln.block_scaled %uq, %us
+           : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
+    %d = kiln.block_scaled %dq, %ds
+           : !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>
+    %y = kiln.moe %x router %rw bias %rb experts %g, %u, %d shared %sg, %su, %sd
            top_k 4 groups 1 keep 1 scale 2.5 norm block_size 16
-           : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>, tensor<16x128x256xbf16>,
-              tensor<16x128x256xbf16>, tensor<16x256x128xbf16>) -> tensor<?x256xf32>
+           : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>,
+              !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>,
+              !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>,
+              !kiln.block_scaled<tensor<16x256x128xf4E2M1FN>, tensor<16x256x4xf8E8M0FNU>, [1, 32]>,
+              tensor<128x256xbf16>, tensor<128x256xbf16>, tensor<256x128xbf16>) -> tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
 
