@@ -53,10 +53,8 @@ struct FuseMoe : OpRewritePattern<MoeOp> {
         return failure();
     SmallVector<Value, 3> scaled;
     for (DequantizeOp dq : ops) {
-      auto type = BlockScaledType::get(
-          rewriter.getContext(),
-          cast<RankedTensorType>(dq.getValues().getType()),
-          cast<RankedTensorType>(dq.getScales().getType()), dq.getBlock());
+      BlockScaledType type =
+          blockScaledType(dq.getValues(), dq.getScales(), dq.getBlock());
       scaled.push_back(BlockScaledOp::create(rewriter, loc, type,
                                              dq.getValues(), dq.getScales()));
     }

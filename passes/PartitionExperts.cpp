@@ -62,9 +62,8 @@ FailureOr<Value> localExperts(OpBuilder &b, MoeOp moe, Value v, int64_t first,
       localStack(b, moe, scaled.getScales(), first, count);
   if (failed(scales))
     return failure();
-  auto type = BlockScaledType::get(
-      b.getContext(), cast<RankedTensorType>(values->getType()),
-      cast<RankedTensorType>(scales->getType()), scaled.getType().getBlock());
+  BlockScaledType type =
+      blockScaledType(*values, *scales, scaled.getType().getBlock());
   b.setInsertionPoint(scaled);
   return BlockScaledOp::create(b, scaled.getLoc(), type, *values, *scales)
       .getResult();

@@ -368,9 +368,8 @@ private:
                      {&own.getValuesMutable(), &own.getScalesMutable(), block},
                      axis, first, count)))
       return failure();
-    own.getResult().setType(BlockScaledType::get(
-        b.getContext(), cast<RankedTensorType>(own.getValues().getType()),
-        cast<RankedTensorType>(own.getScales().getType()), block));
+    own.getResult().setType(
+        blockScaledType(own.getValues(), own.getScales(), block));
     return success();
   }
 

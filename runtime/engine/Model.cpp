@@ -192,8 +192,8 @@ Result<PlanOutputs> Model::run(std::string_view name,
     ++mine;
   for (;;) {
     KILN_ASSIGN_OR_RETURN(int now, meet(mine, inputs.tokens));
-    if (now == mine)
-      return plan->run(inputs);
+    if (now == mine) // idle calls in between appended nothing
+      return plan->runChecked(inputs);
     KILN_RETURN_IF_ERROR(plans_[size_t(now)]->runIdle());
     ++idlePlanCalls_;
   }

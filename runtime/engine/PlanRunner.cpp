@@ -118,6 +118,10 @@ Status PlanRunner::checkInputs(const PlanInputs &in) const {
 
 Result<PlanOutputs> PlanRunner::run(const PlanInputs &in) {
   KILN_RETURN_IF_ERROR(checkInputs(in));
+  return runChecked(in);
+}
+
+Result<PlanOutputs> PlanRunner::runChecked(const PlanInputs &in) {
   int64_t gathered = gatheredTokens(in.tokens);
   KILN_RETURN_IF_ERROR(reserve(in.tokens, in.logitCount, gathered));
   tokens_ = in.tokens;

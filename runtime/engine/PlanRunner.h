@@ -90,6 +90,9 @@ public:
   /// What run() checks first: token ids, sequences, positions (within the
   /// model's and each sequence's length) and logit rows.
   Status checkInputs(const PlanInputs &in) const;
+  /// run() of inputs checkInputs() accepted, with no rows appended to the
+  /// caches since (Model::run checks before the data-parallel meeting).
+  Result<PlanOutputs> runChecked(const PlanInputs &inputs);
 
 private:
   PlanRunner() = default;

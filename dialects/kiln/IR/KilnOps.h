@@ -34,6 +34,15 @@ inline mlir::RankedTensorType valuesType(mlir::Type type) {
   return llvm::cast<mlir::RankedTensorType>(type);
 }
 
+/// The !kiln.block_scaled type of `values` and `scales` (ranked tensors)
+/// in blocks of `block`.
+inline BlockScaledType blockScaledType(mlir::Value values, mlir::Value scales,
+                                       llvm::ArrayRef<int64_t> block) {
+  return BlockScaledType::get(
+      values.getContext(), llvm::cast<mlir::RankedTensorType>(values.getType()),
+      llvm::cast<mlir::RankedTensorType>(scales.getType()), block);
+}
+
 } // namespace kiln
 
 #endif // KILN_DIALECTS_KILN_IR_KILNOPS_H

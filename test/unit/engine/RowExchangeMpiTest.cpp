@@ -85,18 +85,26 @@ Result<std::vector<float>> call(Model &model, bool run,
   return rows;
 }
 
+/// `m` written as this rank's artifact and loaded on `threads` threads.
+Result<std::unique_ptr<Model>> load(const TinyModel &m,
+                                    int threads = LoadOptions().threads) {
+  std::string path = tempPath("row-exchange.kiln");
+  KILN_RETURN_IF_ERROR(writeTinyArtifact(path, m));
+  LoadOptions options;
+  options.threads = threads;
+  options.comm = gComm;
+  Result<std::unique_ptr<Model>> model = Model::load(path, options);
+  std::remove(path.c_str());
+  return model;
+}
+
 TEST(RowExchangeMpi, EachRankGetsTheRankOrderSumOfItsOwnRows) {
   const int rank = gComm->rank(), group = rank / groupSize(),
             last = gComm->size() / groupSize() - 1;
   TinyModel m = rowExchangeModel(gComm->size(), rank, groupSize());
-  std::string path = tempPath("row-exchange.kiln");
-  ASSERT_TRUE(writeTinyArtifact(path, m).isOk());
   std::vector<float> want = expected(m, group);
   for (int threads : {1, 2}) {
-    LoadOptions options;
-    options.threads = threads;
-    options.comm = gComm;
-    auto model = Model::load(path, options);
+    auto model = load(m, threads);
     ASSERT_TRUE(model.isOk()) << model.status().toString();
     // The last group idle: the others' rows still pass through its share.
     auto first = call(**model, group != last);
@@ -117,19 +125,13 @@ TEST(RowExchangeMpi, EachRankGetsTheRankOrderSumOfItsOwnRows) {
     EXPECT_EQ(std::memcmp(second->data(), want.data(), want.size() * 4), 0)
         << "rank " << rank << ", " << threads << " threads";
   }
-  std::remove(path.c_str());
 }
 
 TEST(RowExchangeMpi, BadInputsFailOnTheirGroupAloneAndTheOthersGoOn) {
   const int rank = gComm->rank(), group = rank / groupSize(),
             last = gComm->size() / groupSize() - 1;
   TinyModel m = rowExchangeModel(gComm->size(), rank, groupSize());
-  std::string path = tempPath("row-exchange-inputs.kiln");
-  ASSERT_TRUE(writeTinyArtifact(path, m).isOk());
-  LoadOptions options;
-  options.comm = gComm;
-  auto model = Model::load(path, options);
-  std::remove(path.c_str());
+  auto model = load(m);
   ASSERT_TRUE(model.isOk()) << model.status().toString();
   // The last group asks with a token id past the vocabulary: its ranks get
   // the error before meeting the others, then join their call with no
@@ -162,12 +164,7 @@ TEST(RowExchangeMpi, BadInputsFailOnTheirGroupAloneAndTheOthersGoOn) {
 /// Loads `m` as this rank's artifact and makes one call in which every
 /// rank runs `ids` (its group's when empty); the status every rank gets.
 Status callOnce(const TinyModel &m, std::vector<int32_t> ids = {}) {
-  std::string path = tempPath("row-exchange-bad.kiln");
-  KILN_RETURN_IF_ERROR(writeTinyArtifact(path, m));
-  LoadOptions options;
-  options.comm = gComm;
-  Result<std::unique_ptr<Model>> model = Model::load(path, options);
-  std::remove(path.c_str());
+  Result<std::unique_ptr<Model>> model = load(m);
   if (!model.isOk())
     return model.status();
   return call(**model, true, std::move(ids)).status();
