@@ -1,6 +1,7 @@
 //===- EngineLoop.cpp -----------------------------------------------------===//
 
 #include "runtime/serve/EngineLoop.h"
+#include "runtime/serve/Placement.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +15,10 @@ EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, RankSync *sync)
   engine_->setOnToken(
       [this](RequestId engineId, int32_t token, const TokenLogprob *logprob) {
         auto it = live_.find(engineId);
-        if (it != live_.end() && it->second.onToken)
+        if (it == live_.end())
+          return;
+        ++it->second.tokens;
+        if (it->second.onToken)
           it->second.onToken(token, logprob);
       });
   dataParallel_ = sync_ && engine_->model().info().attentionDataParallel;
@@ -24,18 +28,13 @@ EngineLoop::EngineLoop(std::unique_ptr<Engine> engine, RankSync *sync)
 
 int EngineLoop::placeRequest() {
   const int groups = engine_->model().comm()->size() / groupSize_;
-  std::vector<size_t> load(size_t(groups), 0);
-  load[0] = live_.size();
+  std::vector<int64_t> tokens(size_t(groups), 0);
+  for (const auto &[engineId, live] : live_)
+    tokens[0] += live.tokens;
   for (const auto &[loop, remote] : remote_)
-    ++load[size_t(remote.group)];
-  int best = -1;
-  for (int i = 1; i <= groups; ++i) {
-    int g = (lastPlaced_ + i) % groups;
-    if (best < 0 || load[size_t(g)] < load[size_t(best)])
-      best = g;
-  }
-  lastPlaced_ = best;
-  return best;
+    tokens[size_t(remote.group)] += remote.tokens;
+  lastPlaced_ = leastLoadedGroup(tokens, lastPlaced_);
+  return lastPlaced_;
 }
 
 Status EngineLoop::deliver(const std::vector<StepReport> &reports) {
@@ -60,7 +59,10 @@ Status EngineLoop::deliver(const std::vector<StepReport> &reports) {
     remoteMetrics_[r] = reports[r].metrics;
     for (const StepReport::Token &t : reports[r].tokens) {
       auto it = remote_.find(t.loop);
-      if (it != remote_.end() && it->second.onToken)
+      if (it == remote_.end())
+        continue;
+      ++it->second.tokens;
+      if (it->second.onToken)
         it->second.onToken(t.token, t.hasLogprob ? &t.logprob : nullptr);
     }
     for (const RequestOutput &out : reports[r].finished) {
@@ -199,6 +201,7 @@ void EngineLoop::run() {
     }
     StepEvents events; // what the other ranks' engines do alike
     for (Submitted &s : submitted) {
+      int64_t promptTokens = int64_t(s.params.prompt.size());
       if (dataParallel_) {
         // Every rank of the group placed on runs it; another group's
         // tokens come back in the reports of its first rank.
@@ -207,7 +210,8 @@ void EngineLoop::run() {
         events.placedOn.push_back(group);
         events.loopIds.push_back(s.id);
         if (group != 0) {
-          remote_[s.id] = {group, std::move(s.onToken), std::move(s.onFinish)};
+          remote_[s.id] = {group, promptTokens, std::move(s.onToken),
+                           std::move(s.onFinish)};
           continue;
         }
       } else if (sync_) {
@@ -223,7 +227,8 @@ void EngineLoop::run() {
           s.onFinish(out);
         continue;
       }
-      live_[*engineId] = {s.id, std::move(s.onToken), std::move(s.onFinish)};
+      live_[*engineId] = {s.id, promptTokens, std::move(s.onToken),
+                          std::move(s.onFinish)};
       engineIds_[s.id] = *engineId;
     }
     // This engine's ids to cancel; the other ranks get engine ids or,

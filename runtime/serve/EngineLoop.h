@@ -18,8 +18,8 @@
 // every kHeartbeatSeconds while idle. A failed collective stops the loop:
 // its requests end with an error, new ones are refused, and failure() says
 // why, for the tool to end the job. Under data-parallel attention the loop
-// places each request on one rank and answers the ones placed elsewhere
-// from the ranks' reports (RankSync.h).
+// places each request on one group (Placement.h) and answers the ones placed
+// elsewhere from the ranks' reports (RankSync.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,6 +104,7 @@ private:
   // loop id.
   struct Live {
     RequestId id;
+    int64_t tokens; // prompt + generated so far (Placement.h)
     TokenFn onToken;
     FinishFn onFinish;
   };
@@ -114,7 +115,8 @@ private:
   bool dataParallel_ = false;
   int groupSize_ = 1; // ranks per data-parallel group
   struct Remote {
-    int group; // its data-parallel group
+    int group;      // its data-parallel group
+    int64_t tokens; // prompt + generated so far
     TokenFn onToken;
     FinishFn onFinish;
   };
@@ -123,8 +125,8 @@ private:
   int lastPlaced_ = 0;
   /// The other ranks' metrics as of their last report (index: rank).
   std::vector<EngineMetrics> remoteMetrics_;
-  /// The data-parallel group a new request runs on: the one with the
-  /// fewest live requests (on a tie, the next after the last one placed).
+  /// The data-parallel group a new request runs on: the one whose live
+  /// requests hold the fewest tokens (leastLoadedGroup).
   int placeRequest();
   /// Sends the other groups' tokens and finished requests to their callers,
   /// after checking that the ranks of each group scheduled alike (an error
