@@ -27,7 +27,7 @@
 #ifndef KILN_PASSES_EMIT_GPULAUNCH_H
 #define KILN_PASSES_EMIT_GPULAUNCH_H
 
-#include "passes/codegen/rocdl/KernelSpec.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/emit/ProgramSpec.h"
 #include "passes/emit/WeightStreamer.h"
 #include "runtime/artifact/kiln_artifact_generated.h"
@@ -129,6 +129,10 @@ lowerDataDispatch(const GpuDispatchContext &);
 std::optional<GpuDispatchLowering> lowerMoeDispatch(const GpuDispatchContext &);
 std::optional<GpuDispatchLowering>
 lowerAttentionDispatch(const GpuDispatchContext &);
+
+/// The fp8_gemm with the tiling of `bf16Gemm` (a Bf16Gemm spec whose tiling
+/// is chosen): one wave per workgroup, 128 VGPRs (GpuLowerData.cpp).
+rocdl::Fp8GemmParams fp8GemmParams(const rocdl::KernelSpec &bf16Gemm);
 
 /// All of them: the lowering of any dispatch, or nullopt.
 std::optional<GpuDispatchLowering>

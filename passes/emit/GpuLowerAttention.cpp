@@ -5,7 +5,7 @@
 // (absorb q -> q_lat, attend over the latent cache -> o_lat, up-project).
 // indexer_top_k: score every causal position into a per-position scratch,
 // then select the top k per token. Kernel arguments and params:
-// passes/codegen/rocdl/AttentionKernels.cpp and AttentionSpecs.cpp.
+// passes/codegen/rocdl/AttentionKernels.cpp and KernelParams.def.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,9 +25,11 @@ std::optional<GpuDispatchLowering> lowerKvAppend(const GpuDispatchContext &c) {
   const CacheSpec &cache = c.cache(0);
   if (c.bufferElems(3) != cache.width)
     return std::nullopt;
+  KvAppendParams kp;
+  kp.w = cache.width;
+  kp.bf = cache.bf16;
   GpuLaunchSpec l;
-  l.spec.kind = KernelKind::KvAppend;
-  l.spec.set("w", cache.width).set("bf", cache.bf16);
+  l.spec = makeSpec(kp);
   l.grid[0] = gridPerRow();
   l.args = {argData(0), argData(1), argData(2), argData(3), argCacheCapacity()};
   GpuDispatchLowering lowering;
@@ -54,12 +56,17 @@ std::optional<GpuDispatchLowering> lowerGqa(const GpuDispatchContext &c) {
   int64_t dv = v.width / kvh;
   if (c.bufferElems(5) != qh * dv)
     return std::nullopt;
-  GpuLaunchSpec l;
-  l.spec.kind = KernelKind::GqaAttention;
-  l.spec.set("qh", qh).set("kvh", kvh).set("d", dim).set("dv", dv);
-  l.spec.set("bf", k.bf16).setFloat("scale", p.scale);
+  GqaAttentionParams gp;
+  gp.qh = qh;
+  gp.kvh = kvh;
+  gp.d = dim;
+  gp.dv = dv;
+  gp.bf = k.bf16;
+  gp.scale = p.scale;
   // 128 VGPRs, as the MLA attention.
-  l.spec.set("waves", 4);
+  gp.waves = 4;
+  GpuLaunchSpec l;
+  l.spec = makeSpec(gp);
   l.grid = {gridPerRow(), gridFixed(qh), gridFixed(1)};
   l.args = {argData(0), argData(1), argData(2),        argData(3),
             argData(4), argData(5), argCacheCapacity()};
@@ -110,29 +117,38 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
 
   // Decode has a handful of rows: a token per workgroup.
   int64_t tt = c.plan.name == "decode" ? 1 : 8;
-  KernelSpec shape;
-  shape.kind = KernelKind::MlaAttention;
-  shape.set("s", 0).set("h", h).set("n", n).set("r", r).set("v", v).set("l", l);
+  MlaAttentionParams shape;
+  shape.h = h;
+  shape.n = n;
+  shape.r = r;
+  shape.v = v;
+  shape.l = l;
   GpuDispatchLowering lowering;
   // Scratch 0: q_lat [R, h, l + r]; scratch 1: o_lat [R, h, l].
   lowering.scratch = {GpuScratchSpec{4 * h * (l + r), 0, 0},
                       GpuScratchSpec{4 * h * l, 0, 0}};
 
+  MlaAttentionParams absorbParams = shape;
+  absorbParams.s = 0;
+  absorbParams.wf = wf;
+  absorbParams.tt = tt;
   GpuLaunchSpec absorb;
-  absorb.spec = shape;
-  absorb.spec.set("wf", wf).set("tt", tt);
+  absorb.spec = makeSpec(absorbParams);
   absorb.grid = {perRows(tt), gridFixed(h), gridFixed(1)};
   absorb.args = {argData(0), argData(1)};
   absorb.args.insert(absorb.args.end(), weightArgs.begin(), weightArgs.end());
   absorb.args.push_back(argScratch(0));
   absorb.args.push_back(argRows());
 
-  GpuLaunchSpec attend;
-  attend.spec = shape;
-  attend.spec.set("s", 1).set("bf", cache.bf16).set("k", k);
-  attend.spec.setFloat("scale", p.scale);
+  MlaAttentionParams attendParams = shape;
+  attendParams.s = 1;
+  attendParams.bf = cache.bf16;
+  attendParams.k = k;
+  attendParams.scale = p.scale;
   // 128 VGPRs: small shapes unroll the key loops into more than 64.
-  attend.spec.set("waves", 4);
+  attendParams.waves = 4;
+  GpuLaunchSpec attend;
+  attend.spec = makeSpec(attendParams);
   attend.grid = {gridPerRow(), gridFixed(h), gridFixed(1)};
   attend.args = {argScratch(0), argData(3), argData(4), argData(5)};
   if (k)
@@ -140,12 +156,15 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   attend.args.push_back(argScratch(1));
   attend.args.push_back(argCacheCapacity());
 
-  GpuLaunchSpec expand;
-  expand.spec = shape;
-  expand.spec.set("s", 2).set("wf", wf).set("tt", tt);
+  MlaAttentionParams expandParams = shape;
+  expandParams.s = 2;
+  expandParams.wf = wf;
+  expandParams.tt = tt;
   // tt vector accumulators: 128 VGPRs.
   if (tt > 1)
-    expand.spec.set("waves", 4);
+    expandParams.waves = 4;
+  GpuLaunchSpec expand;
+  expand.spec = makeSpec(expandParams);
   expand.grid = absorb.grid;
   expand.args = {argScratch(1)};
   expand.args.insert(expand.args.end(), weightArgs.begin(), weightArgs.end());
@@ -177,18 +196,25 @@ std::optional<GpuDispatchLowering> lowerIndexer(const GpuDispatchContext &c) {
   GpuLaunchSpec score;
   // Workgroups per token: decode rows have long contexts to themselves.
   int64_t sp = c.plan.name == "decode" ? 64 : 8;
-  score.spec.kind = KernelKind::IndexerTopK;
-  score.spec.set("s", 0).set("h", h).set("d", dim).set("bf", cache.bf16);
-  score.spec.set("sp", sp).setFloat("scale", p.scale);
+  IndexerTopKParams scoreParams;
+  scoreParams.s = 0;
+  scoreParams.h = h;
+  scoreParams.d = dim;
+  scoreParams.bf = cache.bf16;
+  scoreParams.sp = sp;
+  scoreParams.scale = p.scale;
   // One accumulator per head: 128 VGPRs.
-  score.spec.set("waves", 4);
+  scoreParams.waves = 4;
+  score.spec = makeSpec(scoreParams);
   score.grid = {gridPerRow(), gridFixed(sp), gridFixed(1)};
   score.args = {argData(0), argData(1),    argData(2),        argData(3),
                 argData(4), argScratch(0), argCacheCapacity()};
 
   GpuLaunchSpec select;
-  select.spec.kind = KernelKind::IndexerTopK;
-  select.spec.set("s", 1).set("k", k);
+  IndexerTopKParams selectParams;
+  selectParams.s = 1;
+  selectParams.k = k;
+  select.spec = makeSpec(selectParams);
   select.grid[0] = gridPerRow();
   select.args = {argScratch(0), argData(4), argData(5), argCacheCapacity()};
 

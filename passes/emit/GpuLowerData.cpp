@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/emit/GpuLaunch.h"
 
 using namespace kiln;
@@ -31,15 +32,30 @@ GpuGridAxis flatGrid(int64_t elems, int64_t w, int32_t rowsOf = -1) {
 
 int64_t widthFor(int64_t v) { return v % 4 == 0 ? 4 : 1; }
 
-/// A row kernel over `elems` elements per dispatch row in rows of `cols`.
-std::optional<GpuLaunchSpec> rowLaunch(KernelKind kind, int64_t elems,
-                                       int64_t cols) {
-  if (cols <= 0 || elems % cols != 0)
+} // namespace
+
+Fp8GemmParams kiln::emit::fp8GemmParams(const KernelSpec &bf16Gemm) {
+  Fp8GemmParams p;
+  p.n = bf16Gemm.n;
+  p.k = bf16Gemm.k;
+  p.mt = bf16Gemm.tiling.mTiles;
+  p.nt = bf16Gemm.tiling.nTiles;
+  p.wg = kWaveSize;
+  p.waves = 4;
+  return p;
+}
+
+namespace {
+
+/// A row kernel (P has the row width c) over `elems` elements per dispatch
+/// row in rows of p.c.
+template <typename P>
+std::optional<GpuLaunchSpec> rowLaunch(const P &p, int64_t elems) {
+  if (p.c <= 0 || elems % p.c != 0)
     return std::nullopt;
   GpuLaunchSpec l;
-  l.spec.kind = kind;
-  l.spec.set("c", cols);
-  l.grid[0] = gridPerRow(elems / cols);
+  l.spec = makeSpec(p);
+  l.grid[0] = gridPerRow(elems / p.c);
   return l;
 }
 
@@ -77,9 +93,12 @@ struct Lowerer {
     default:
       return std::nullopt;
     }
+    EmbeddingParams p;
+    p.h = w.shape[1];
+    p.v = w.shape[0];
+    p.dt = dt;
     GpuLaunchSpec l;
-    l.spec.kind = KernelKind::Embedding;
-    l.spec.set("h", w.shape[1]).set("v", w.shape[0]).set("dt", dt);
+    l.spec = makeSpec(p);
     l.grid[0] = gridPerRow();
     l.args = {argData(0), argData(1), argData(2)};
     return l;
@@ -89,11 +108,12 @@ struct Lowerer {
     if (!buffers({0, 3}) || !c.isWeight(1) || !c.isWeight(2) ||
         c.weight(1).shape.size() != 1 || c.weight(2).shape != c.weight(1).shape)
       return std::nullopt;
-    std::optional<GpuLaunchSpec> l = rowLaunch(
-        KernelKind::LayerNorm, c.bufferElems(0), c.weight(1).shape[0]);
+    LayerNormParams p;
+    p.c = c.weight(1).shape[0];
+    p.eps = d.get<abi::LayerNormParams>().eps;
+    std::optional<GpuLaunchSpec> l = rowLaunch(p, c.bufferElems(0));
     if (!l)
       return std::nullopt;
-    l->spec.setFloat("eps", d.get<abi::LayerNormParams>().eps);
     l->args = {argData(0), argData(1), argData(2), argData(3)};
     return l;
   }
@@ -102,11 +122,14 @@ struct Lowerer {
     if (!buffers({0, 1}))
       return std::nullopt;
     int64_t elems = c.bufferElems(0), w = widthFor(elems);
-    GpuLaunchSpec l;
-    l.spec.kind = KernelKind::Unary;
-    l.spec.set("op", op).set("c", elems).set("w", w);
+    UnaryParams p;
+    p.op = op;
+    p.c = elems;
+    p.w = w;
     if (op == 3)
-      l.spec.setFloat("s", d.get<abi::ScaleParams>().factor);
+      p.s = d.get<abi::ScaleParams>().factor;
+    GpuLaunchSpec l;
+    l.spec = makeSpec(p);
     l.grid[0] = flatGrid(elems, w);
     l.args = {argData(0), argData(1), argRows()};
     return l;
@@ -144,9 +167,13 @@ struct Lowerer {
     }
     int64_t elems = out.rowElems();
     int64_t w = widthFor(elems) == 4 && (bc == 0 || bc % 4 == 0) ? 4 : 1;
+    BinaryParams p;
+    p.op = op;
+    p.c = elems;
+    p.bc = bc;
+    p.w = w;
     GpuLaunchSpec l;
-    l.spec.kind = KernelKind::Binary;
-    l.spec.set("op", op).set("c", elems).set("bc", bc).set("w", w);
+    l.spec = makeSpec(p);
     // The full operand's rows: a swapped lhs may be a one-row buffer,
     // which would make the dispatch's rows 1.
     l.grid[0] = flatGrid(elems, w, int32_t(full));
@@ -158,17 +185,27 @@ struct Lowerer {
   std::optional<GpuLaunchSpec> rowOp(KernelKind kind) const {
     if (!buffers({0, 1}) || c.bufferElems(1) != c.bufferElems(0))
       return std::nullopt;
-    std::optional<GpuLaunchSpec> l =
-        rowLaunch(kind, c.bufferElems(0), lastDim(c.buffer(1)));
+    int64_t elems = c.bufferElems(0), cols = lastDim(c.buffer(1));
+    std::optional<GpuLaunchSpec> l;
+    if (kind == KernelKind::Softmax) {
+      SoftmaxParams p;
+      p.c = cols;
+      l = rowLaunch(p, elems);
+    } else if (kind == KernelKind::Normalize) {
+      NormalizeParams p;
+      p.c = cols;
+      p.eps = d.get<abi::NormalizeParams>().eps;
+      l = rowLaunch(p, elems);
+    } else {
+      const auto &group = d.get<abi::GroupLimitParams>();
+      GroupLimitParams p;
+      p.c = cols;
+      p.g = group.nGroup;
+      p.k = group.topkGroup;
+      l = rowLaunch(p, elems);
+    }
     if (!l)
       return std::nullopt;
-    if (kind == KernelKind::Normalize) {
-      l->spec.setFloat("eps", d.get<abi::NormalizeParams>().eps);
-    }
-    if (kind == KernelKind::GroupLimit) {
-      const auto &p = d.get<abi::GroupLimitParams>();
-      l->spec.set("g", p.nGroup).set("k", p.topkGroup);
-    }
     l->args = {argData(0), argData(1)};
     return l;
   }
@@ -180,11 +217,12 @@ struct Lowerer {
     int64_t groups = c.bufferElems(1) / k;
     if (groups < 1 || c.bufferElems(0) % groups != 0)
       return std::nullopt;
-    std::optional<GpuLaunchSpec> l = rowLaunch(
-        KernelKind::TopK, c.bufferElems(0), c.bufferElems(0) / groups);
+    TopKParams p;
+    p.c = c.bufferElems(0) / groups;
+    p.k = k;
+    std::optional<GpuLaunchSpec> l = rowLaunch(p, c.bufferElems(0));
     if (!l)
       return std::nullopt;
-    l->spec.set("k", k);
     l->args = {argData(0), argData(1), argData(2)};
     return l;
   }
@@ -198,9 +236,12 @@ struct Lowerer {
     int64_t groups = n / k;
     if (c.bufferElems(0) % groups != 0)
       return std::nullopt;
+    GatherParams p;
+    p.c = c.bufferElems(0) / groups;
+    p.k = k;
+    p.n = n;
     GpuLaunchSpec l;
-    l.spec.kind = KernelKind::Gather;
-    l.spec.set("c", c.bufferElems(0) / groups).set("k", k).set("n", n);
+    l.spec = makeSpec(p);
     l.grid[0] = flatGrid(n, 1);
     l.args = {argData(0), argData(1), argData(2), argRows()};
     return l;
@@ -210,9 +251,10 @@ struct Lowerer {
     if (!buffers({0, 1, 2}) || c.bufferElems(2) != c.bufferElems(0) ||
         c.bufferElems(1) != 1)
       return std::nullopt;
+    TakeRowsParams p;
+    p.c = c.bufferElems(0);
     GpuLaunchSpec l;
-    l.spec.kind = KernelKind::TakeRows;
-    l.spec.set("c", c.bufferElems(0));
+    l.spec = makeSpec(p);
     l.grid[0] = GpuGridAxis{1, 0, 1, 1};
     l.args = {argData(0), argData(1), argData(2), argRowsOf(0)};
     return l;
@@ -242,15 +284,16 @@ struct Lowerer {
       offset += chunk;
       if (chunk == 0)
         continue;
+      CopyBlocksParams p;
+      p.outer = outer;
+      p.chunk = chunk;
+      p.sstride = sstride;
+      p.soff = soff;
+      p.dstride = dstride;
+      p.doff = doff;
+      p.w = w;
       GpuLaunchSpec l;
-      l.spec.kind = KernelKind::CopyBlocks;
-      l.spec.set("outer", outer)
-          .set("chunk", chunk)
-          .set("sstride", sstride)
-          .set("soff", soff)
-          .set("dstride", dstride)
-          .set("doff", doff)
-          .set("w", w);
+      l.spec = makeSpec(p);
       l.grid[0] = flatGrid(outer * chunk, w);
       uint32_t src = uint32_t(split ? whole : i),
                dst = uint32_t(split ? i : whole);
@@ -283,13 +326,7 @@ struct Lowerer {
     shape.m = c.plan.name == "decode" ? 1 : 64;
     shape.chooseTiling();
     GpuLaunchSpec l;
-    l.spec.kind = KernelKind::Fp8Gemm;
-    l.spec.set("n", n)
-        .set("k", k)
-        .set("mt", shape.tiling.mTiles)
-        .set("nt", shape.tiling.nTiles)
-        .set("wg", kWaveSize)
-        .set("waves", 4);
+    l.spec = makeSpec(fp8GemmParams(shape));
     l.grid = {gridFixed(shape.tiling.gridX(n)),
               GpuGridAxis{1, 0, kTile * shape.tiling.mTiles}, gridFixed(1)};
     l.args = {argData(0), argData(1), argScales(1), argData(2), argRows()};

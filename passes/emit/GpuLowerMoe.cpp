@@ -80,15 +80,7 @@ std::optional<GpuLaunchSpec> gemmLaunch(const GpuDispatchContext &c, size_t w,
             GpuGridAxis{1, 0, kTile * s.tiling.mTiles}, gridFixed(1)};
   if (format == 2) {
     // fp8_gemm with the BF16 GEMM's tiling.
-    KernelSpec fp8;
-    fp8.kind = KernelKind::Fp8Gemm;
-    fp8.set("n", s.n)
-        .set("k", s.k)
-        .set("mt", s.tiling.mTiles)
-        .set("nt", s.tiling.nTiles)
-        .set("wg", kWaveSize)
-        .set("waves", 4);
-    l.spec = fp8;
+    l.spec = makeSpec(fp8GemmParams(s));
   }
   if (format == 1)
     l.args = {x, argData(uint32_t(w)), y, argRows()};
@@ -162,49 +154,45 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
     l.args = std::move(args);
     lowering.launches.push_back(std::move(l));
   };
-  auto generic = [](KernelKind kind) {
-    KernelSpec s;
-    s.kind = kind;
-    return s;
-  };
-
-  KernelSpec route = generic(KernelKind::MoeRoute);
-  route.set("e", e)
-      .set("h", h)
-      .set("topk", topk)
-      .set("ngroup", groups)
-      .set("topkgroup", topkGroup)
-      .set("norm", norm != 0)
-      .set("rbf", routerStored.dtype == fb::DType::BF16)
-      .setFloat("scale", p.scale);
-  add(route, {gridPerRow(), gridFixed(1), gridFixed(1)},
+  MoeRouteParams route;
+  route.e = e;
+  route.h = h;
+  route.topk = topk;
+  route.ngroup = groups;
+  route.topkgroup = topkGroup;
+  route.norm = norm != 0;
+  route.rbf = routerStored.dtype == fb::DType::BF16;
+  route.scale = p.scale;
+  add(makeSpec(route), {gridPerRow(), gridFixed(1), gridFixed(1)},
       {argData(0), argData(1), argData(2), argScratch(kIds),
        argScratch(kWeights)});
 
-  KernelSpec align = generic(KernelKind::MoeAlign);
-  align.set("e", e).set("topk", topk).set("bm", bm);
-  add(align, {gridFixed(1), gridFixed(1), gridFixed(1)},
+  MoeAlignParams align;
+  align.e = e;
+  align.topk = topk;
+  align.bm = bm;
+  add(makeSpec(align), {gridFixed(1), gridFixed(1), gridFixed(1)},
       {argScratch(kIds), argRows(), argScratch(kSorted),
        argScratch(kBlockExpert), argScratch(kMeta)});
 
   // Expert GEMMs: grid x over N tiles, y over the most blocks R rows need.
   GpuGridAxis blocks{topk, e * (bm - 1), bm};
-  auto expertSpec = [&](KernelKind kind, int64_t n, int64_t k) {
+  // P: MoeGateUpParams or MoeDownParams, the same fields.
+  auto expertParams = [&](auto p, int64_t n, int64_t k) {
     // BF16 gate_up loads two weights' rows per N tile and step: at 4 waves
     // (128 VGPRs) it keeps to 2 N tiles.
-    bool narrow = kind == KernelKind::MoeGateUp && fmt == 1 && mTiles == 1;
+    bool narrow = p.kind == KernelKind::MoeGateUp && fmt == 1 && mTiles == 1;
     int64_t nTiles = std::clamp<int64_t>(ceilDiv(n, kTile), 1, narrow ? 2 : 4);
-    KernelSpec s = generic(kind);
-    s.set("e", e)
-        .set("n", n)
-        .set("k", k)
-        .set("topk", topk)
-        .set("mt", mTiles)
-        .set("nt", nTiles)
-        .set("fmt", fmt)
-        .set("wg", kWaveSize)
-        .set("waves", mTiles > 1 ? 2 : 4);
-    return s;
+    p.e = e;
+    p.n = n;
+    p.k = k;
+    p.topk = topk;
+    p.mt = mTiles;
+    p.nt = nTiles;
+    p.fmt = fmt;
+    p.wg = kWaveSize;
+    p.waves = mTiles > 1 ? 2 : 4;
+    return p;
   };
   auto weightArgs = [&](uint32_t i) {
     return fmt == 1 ? std::vector<GpuArgRef>{argData(i)}
@@ -216,25 +204,26 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
                                   argRows()};
   };
   {
-    KernelSpec s = expertSpec(KernelKind::MoeGateUp, inter, h);
+    MoeGateUpParams gateUp = expertParams(MoeGateUpParams(), inter, h);
     std::vector<GpuArgRef> args = {argData(0)};
     for (uint32_t w : {3u, 4u})
       for (GpuArgRef a : weightArgs(w))
         args.push_back(a);
     for (GpuArgRef a : tail(kAct))
       args.push_back(a);
-    int64_t nt = s.param("nt");
-    add(s, {gridFixed(ceilDiv(inter, kTile * nt)), blocks, gridFixed(1)}, args);
+    add(makeSpec(gateUp),
+        {gridFixed(ceilDiv(inter, kTile * gateUp.nt)), blocks, gridFixed(1)},
+        args);
   }
   {
-    KernelSpec s = expertSpec(KernelKind::MoeDown, h, inter);
+    MoeDownParams down = expertParams(MoeDownParams(), h, inter);
     std::vector<GpuArgRef> args = {argScratch(kAct)};
     for (GpuArgRef a : weightArgs(5))
       args.push_back(a);
     for (GpuArgRef a : tail(kExpertOut))
       args.push_back(a);
-    int64_t nt = s.param("nt");
-    add(s, {gridFixed(ceilDiv(h, kTile * nt)), blocks, gridFixed(1)}, args);
+    add(makeSpec(down),
+        {gridFixed(ceilDiv(h, kTile * down.nt)), blocks, gridFixed(1)}, args);
   }
 
   if (shared) {
@@ -267,12 +256,15 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
     lowering.launches.push_back(*dn);
   }
 
-  KernelSpec combine = generic(KernelKind::MoeDown);
-  combine.set("combine", 1).set("h", h).set("topk", topk).set("shared", shared);
+  MoeDownParams combine;
+  combine.combine = 1;
+  combine.h = h;
+  combine.topk = topk;
+  combine.shared = shared;
   std::vector<GpuArgRef> args = {argScratch(kExpertOut), argScratch(kWeights)};
   if (shared)
     args.push_back(argScratch(kSharedOut));
   args.push_back(argData(9));
-  add(combine, {gridPerRow(), gridFixed(1), gridFixed(1)}, args);
+  add(makeSpec(combine), {gridPerRow(), gridFixed(1), gridFixed(1)}, args);
   return lowering;
 }

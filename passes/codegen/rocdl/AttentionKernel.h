@@ -11,6 +11,7 @@
 #define KILN_PASSES_CODEGEN_ROCDL_ATTENTIONKERNEL_H
 
 #include "passes/codegen/rocdl/KernelIr.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -23,7 +24,7 @@ namespace kiln::rocdl::attention {
 
 using namespace mlir;
 
-/// kv_b formats (param "wf"), as AttentionSpecs.cpp.
+/// kv_b formats (MlaAttentionParams::wf), as AttentionSpecs.cpp.
 enum WeightFormat : int64_t { kF32 = 0, kBf16 = 1, kMxfp4 = 2, kFp8 = 3 };
 
 struct AttentionKernel : KernelBody {
@@ -171,11 +172,16 @@ struct AttentionKernel : KernelBody {
 
   // -- kv_b (MLA) -------------------------------------------------------------
 
-  int64_t kvbRows() const { return p("h") * (p("n") + p("v")); }
+  MlaAttentionParams mla() const { return params<MlaAttentionParams>(spec); }
+
+  int64_t kvbRows() const {
+    MlaAttentionParams p = mla();
+    return p.h * (p.n + p.v);
+  }
   /// Argument types of kv_b: values, and scales for MXFP4.
   SmallVector<Type> kvbTypes() {
-    int64_t rows = kvbRows(), l = p("l");
-    switch (p("wf")) {
+    int64_t rows = kvbRows(), l = mla().l;
+    switch (int64_t(mla().wf)) {
     case kF32:
       return {ir.global(f32(), rows * l)};
     case kBf16:
@@ -189,8 +195,8 @@ struct AttentionKernel : KernelBody {
   }
   /// kv_b[row, col].
   Value kvbElem(ValueRange w, IrIndex row, IrIndex col) {
-    int64_t l = p("l");
-    switch (p("wf")) {
+    int64_t l = mla().l;
+    switch (int64_t(mla().wf)) {
     case kF32:
       return ir.load(w[0], row * l + col);
     case kBf16:
@@ -209,8 +215,8 @@ struct AttentionKernel : KernelBody {
   }
   /// kv_b[row, col .. col + 4), col a multiple of 4.
   Value kvbElem4(ValueRange w, IrIndex row, IrIndex col) {
-    int64_t l = p("l");
-    switch (p("wf")) {
+    int64_t l = mla().l;
+    switch (int64_t(mla().wf)) {
     case kF32:
       return ir.loadVector(vec(4, f32()), w[0], row * l + col);
     case kBf16:

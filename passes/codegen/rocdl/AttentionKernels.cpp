@@ -4,7 +4,7 @@
 // patterns, converted with exact bit operations: BF16 -> f32 is a shift,
 // f32 -> BF16 rounds to nearest even and keeps NaN, as cpu::floatToBf16).
 // Every workgroup has kRowBlock threads (4 waves). Kernel arguments (params
-// in AttentionSpecs.cpp; "act" = rows of activations, R at run time):
+// in KernelParams.def; "act" = rows of activations, R at run time):
 //
 //   kv_append          (cache, i32 seq[R], i32 pos[R], f32 values[R, w],
 //                       i32 capacity)                       grid (R)
@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/codegen/rocdl/AttentionKernel.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 
 using namespace mlir;
 using namespace kiln::rocdl;
@@ -46,8 +47,9 @@ using namespace kiln::rocdl::attention;
 // -- kv_append --------------------------------------------------------------
 
 void AttentionKernel::kvAppend() {
-  bool bf = p("bf");
-  int64_t w = p("w");
+  auto p = params<KvAppendParams>(spec);
+  bool bf = p.bf;
+  int64_t w = p.w;
   auto fn = createKernelFunc(b, module, spec,
                              {cacheType(bf, w), ir.activations(i32(), 1),
                               ir.activations(i32(), 1),
@@ -225,8 +227,9 @@ void AttentionKernel::attend(const Attend &a) {
 }
 
 void AttentionKernel::gqa() {
-  bool bf = p("bf");
-  int64_t qh = p("qh"), kvh = p("kvh"), d = p("d"), dv = p("dv");
+  auto p = params<GqaAttentionParams>(spec);
+  bool bf = p.bf;
+  int64_t qh = p.qh, kvh = p.kvh, d = p.d, dv = p.dv;
   auto fn = createKernelFunc(
       b, module, spec,
       {ir.activations(f32(), qh * d), cacheType(bf, kvh * d),
@@ -242,7 +245,7 @@ void AttentionKernel::gqa() {
            kvh * dv,
            0,
            bf,
-           spec.paramFloat("scale"),
+           p.scale,
            fn.getArgument(0),
            fn.getArgument(1),
            fn.getArgument(2),
@@ -263,8 +266,9 @@ void AttentionKernel::gqa() {
 // -- MLA --------------------------------------------------------------------
 
 void AttentionKernel::mlaAttend() {
-  bool bf = p("bf");
-  int64_t h = p("h"), l = p("l"), r = p("r"), k = p("k");
+  auto p = params<MlaAttentionParams>(spec);
+  bool bf = p.bf;
+  int64_t h = p.h, l = p.l, r = p.r, k = p.k;
   SmallVector<Type> args = {ir.activations(f32(), h * (l + r)),
                             cacheType(bf, l + r), ir.activations(i32(), 1),
                             ir.activations(i32(), 1)};
@@ -283,7 +287,7 @@ void AttentionKernel::mlaAttend() {
            l + r,
            k,
            bf,
-           spec.paramFloat("scale"),
+           p.scale,
            fn.getArgument(0),
            fn.getArgument(1),
            fn.getArgument(1),
@@ -304,8 +308,8 @@ void AttentionKernel::mlaAttend() {
 /// Stage 0: q_lat = [W_UK_h^T q_nope | q_pe] for tt tokens of one head;
 /// each kv_b element read serves all of them.
 void AttentionKernel::mlaAbsorb() {
-  int64_t h = p("h"), n = p("n"), r = p("r"), v = p("v"), l = p("l"),
-          tt = p("tt");
+  auto p = params<MlaAttentionParams>(spec);
+  int64_t h = p.h, n = p.n, r = p.r, v = p.v, l = p.l, tt = p.tt;
   SmallVector<Type> args = {ir.activations(f32(), h * n),
                             ir.activations(f32(), h * r)};
   SmallVector<Type> w = kvbTypes();
@@ -368,7 +372,8 @@ void AttentionKernel::mlaAbsorb() {
 /// Stage 2: out = W_UV_h o_lat for tt tokens of one head; a thread per
 /// output row, the tokens' o_lat in LDS.
 void AttentionKernel::mlaExpand() {
-  int64_t h = p("h"), n = p("n"), v = p("v"), l = p("l"), tt = p("tt");
+  auto p = params<MlaAttentionParams>(spec);
+  int64_t h = p.h, n = p.n, v = p.v, l = p.l, tt = p.tt;
   SmallVector<Type> args = {ir.activations(f32(), h * l)};
   SmallVector<Type> w = kvbTypes();
   args.append(w.begin(), w.end());
@@ -432,15 +437,15 @@ void AttentionKernel::build() {
     gqa();
     break;
   case KernelKind::MlaAttention:
-    if (p("s") == 0)
+    if (params<MlaAttentionParams>(spec).s == 0)
       mlaAbsorb();
-    else if (p("s") == 1)
+    else if (params<MlaAttentionParams>(spec).s == 1)
       mlaAttend();
     else
       mlaExpand();
     break;
   case KernelKind::IndexerTopK:
-    if (p("s") == 0)
+    if (params<IndexerTopKParams>(spec).s == 0)
       indexerScore();
     else
       indexerSelect();

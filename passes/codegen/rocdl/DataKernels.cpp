@@ -1,6 +1,6 @@
 //===- DataKernels.cpp - Data movement and row kernels -------------------===//
 //
-// Two shapes of kernel (params: DataSpecs.cpp):
+// Two shapes of kernel (params: KernelParams.def):
 //
 //  * Row kernels, one workgroup of kRowBlock threads per row (grid x =
 //    rows): embedding, layer_norm, softmax, normalize, group_limit, top_k,
@@ -34,6 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/codegen/rocdl/GemmTiles.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -181,10 +182,11 @@ struct DataKernel : KernelBody {
     return ir.activations(elem, rowElems);
   }
   void embedding() {
-    int64_t h = p("h"), v = p("v");
-    Type dt = p("dt") == 0   ? f32()
-              : p("dt") == 1 ? Type(b.getBF16Type())
-                             : Type(b.getF16Type());
+    auto p = params<EmbeddingParams>(spec);
+    int64_t h = p.h, v = p.v;
+    Type dt = p.dt == 0   ? f32()
+              : p.dt == 1 ? Type(b.getBF16Type())
+                          : Type(b.getF16Type());
     int64_t w = dt != f32() && h % 8 == 0 ? 8 : widthFor(h);
     auto fn = func({rows(i32(), 1), ir.global(dt, v * h), rows(f32(), h)});
     Value ids = fn.getArgument(0), table = fn.getArgument(1),
@@ -205,7 +207,8 @@ struct DataKernel : KernelBody {
   }
 
   void layerNorm() {
-    int64_t c = p("c"), w = widthFor(c);
+    auto p = params<LayerNormParams>(spec);
+    int64_t c = p.c, w = widthFor(c);
     auto fn = func({rows(f32(), c), ir.global(f32(), c), ir.global(f32(), c),
                     rows(f32(), c)},
                    {ir.workgroup(f32(), kRowBlock / kWaveSize)});
@@ -234,9 +237,8 @@ struct DataKernel : KernelBody {
     Value var = arith::DivFOp::create(
         b, sum(horizontal(vector::CombiningKind::ADD, squares), scratch),
         ir.f32(float(c)));
-    Value inv = ir.intrinsic(
-        "llvm.amdgcn.rsq.f32", f32(),
-        {arith::AddFOp::create(b, var, ir.f32(spec.paramFloat("eps")))});
+    Value inv = ir.intrinsic("llvm.amdgcn.rsq.f32", f32(),
+                             {arith::AddFOp::create(b, var, ir.f32(p.eps))});
     Value invN =
         w == 1
             ? inv
@@ -254,7 +256,8 @@ struct DataKernel : KernelBody {
   /// y = exp(x - max) / Σ exp(x - max); the max skips NaNs as std::max
   /// does, so a NaN makes the whole row NaN through the sum, as on the CPU.
   void softmax() {
-    int64_t c = p("c"), w = widthFor(c);
+    auto p = params<SoftmaxParams>(spec);
+    int64_t c = p.c, w = widthFor(c);
     auto fn = func({rows(f32(), c), rows(f32(), c)},
                    {ir.workgroup(f32(), kRowBlock / kWaveSize)});
     Value x = fn.getArgument(0), y = fn.getArgument(1);
@@ -293,7 +296,8 @@ struct DataKernel : KernelBody {
 
   /// y = x / (Σ x + eps).
   void normalize() {
-    int64_t c = p("c"), w = widthFor(c);
+    auto p = params<NormalizeParams>(spec);
+    int64_t c = p.c, w = widthFor(c);
     auto fn = func({rows(f32(), c), rows(f32(), c)},
                    {ir.workgroup(f32(), kRowBlock / kWaveSize)});
     Value x = fn.getArgument(0), y = fn.getArgument(1);
@@ -304,8 +308,7 @@ struct DataKernel : KernelBody {
     })[0];
     Value total = sum(horizontal(vector::CombiningKind::ADD, s),
                       fn.getWorkgroupAttributions()[0]);
-    Value denom =
-        arith::AddFOp::create(b, total, ir.f32(spec.paramFloat("eps")));
+    Value denom = arith::AddFOp::create(b, total, ir.f32(p.eps));
     Value denomN = w == 1
                        ? denom
                        : vector::BroadcastOp::create(b, typeOf(w, f32()), denom)
@@ -321,7 +324,8 @@ struct DataKernel : KernelBody {
   /// group, scores in LDS), then every thread ranks its groups against all
   /// others; the row is copied with the dropped groups at -inf.
   void groupLimit() {
-    int64_t c = p("c"), g = p("g"), keepCount = p("k"), size = c / g;
+    auto p = params<GroupLimitParams>(spec);
+    int64_t c = p.c, g = p.g, keepCount = p.k, size = c / g;
     int64_t w = widthFor(size);
     auto fn = func({rows(f32(), c), rows(f32(), c)},
                    {ir.workgroup(f32(), g), ir.workgroup(i32(), g)});
@@ -386,7 +390,8 @@ struct DataKernel : KernelBody {
   /// that rank after round j-1's pick, so the picks come out in the CPU's
   /// order (RowOps.h: descending, NaN last, ties to the lower index).
   void topK() {
-    int64_t c = p("c"), k = p("k"), w = widthFor(c);
+    auto p = params<TopKParams>(spec);
+    int64_t c = p.c, k = p.k, w = widthFor(c);
     int64_t waves = kRowBlock / kWaveSize;
     auto fn = func({rows(f32(), c), rows(f32(), k), rows(i32(), k)},
                    {ir.workgroup(f32(), waves), ir.workgroup(i32(), waves)});
@@ -431,7 +436,8 @@ struct DataKernel : KernelBody {
   }
 
   void takeRows() {
-    int64_t c = p("c"), w = widthFor(c);
+    auto p = params<TakeRowsParams>(spec);
+    int64_t c = p.c, w = widthFor(c);
     auto fn = func({rows(i32(), c), rows(i32(), 1), rows(i32(), c), i32()});
     Value x = fn.getArgument(0), index = fn.getArgument(1),
           out = fn.getArgument(2), limit = fn.getArgument(3);
@@ -465,7 +471,8 @@ struct DataKernel : KernelBody {
   }
 
   void unary() {
-    int64_t c = p("c"), w = p("w"), op = p("op");
+    auto p = params<UnaryParams>(spec);
+    int64_t c = p.c, w = p.w, op = p.op;
     auto fn = func({rows(f32(), c), rows(f32(), c), i32()});
     Value x = fn.getArgument(0), y = fn.getArgument(1);
     flat(fn.getArgument(2), c, w, [&](IrIndex i) {
@@ -483,14 +490,15 @@ struct DataKernel : KernelBody {
         // std::max(v, 0): NaN and -0 pass through.
         r = select(cmpf(FPred::OLT, v, fconst(w, 0.0f)), fconst(w, 0.0f), v);
       } else {
-        r = arith::MulFOp::create(b, v, fconst(w, spec.paramFloat("s")));
+        r = arith::MulFOp::create(b, v, fconst(w, p.s));
       }
       storeN(r, y, i);
     });
   }
 
   void binary() {
-    int64_t c = p("c"), w = p("w"), bc = p("bc");
+    auto p = params<BinaryParams>(spec);
+    int64_t c = p.c, w = p.w, bc = p.bc;
     auto fn =
         func({rows(f32(), c), bc > 0 ? ir.global(f32(), bc) : rows(f32(), c),
               rows(f32(), c), i32()});
@@ -499,14 +507,15 @@ struct DataKernel : KernelBody {
     flat(fn.getArgument(3), c, w, [&](IrIndex i) {
       Value a = loadN(full, i, w, f32());
       Value o = loadN(other, bc > 0 ? i % bc : i, w, f32());
-      Value r = p("op") == 0 ? arith::AddFOp::create(b, a, o).getResult()
-                             : arith::MulFOp::create(b, a, o).getResult();
+      Value r = p.op == 0 ? arith::AddFOp::create(b, a, o).getResult()
+                          : arith::MulFOp::create(b, a, o).getResult();
       storeN(r, out, i);
     });
   }
 
   void gather() {
-    int64_t c = p("c"), k = p("k"), n = p("n");
+    auto p = params<GatherParams>(spec);
+    int64_t c = p.c, k = p.k, n = p.n;
     auto fn =
         func({rows(f32(), n / k * c), rows(i32(), n), rows(f32(), n), i32()});
     Value x = fn.getArgument(0), index = fn.getArgument(1),
@@ -523,14 +532,15 @@ struct DataKernel : KernelBody {
   /// dst[b * dstride + doff + j] = src[b * sstride + soff + j], j < chunk,
   /// for the rows * outer blocks; bits copied as i32.
   void copyBlocks() {
-    int64_t outer = p("outer"), chunk = p("chunk"), w = p("w");
-    auto fn = func({rows(i32(), outer * p("sstride")),
-                    rows(i32(), outer * p("dstride")), i32()});
+    auto p = params<CopyBlocksParams>(spec);
+    int64_t outer = p.outer, chunk = p.chunk, w = p.w;
+    auto fn = func({rows(i32(), outer * p.sstride),
+                    rows(i32(), outer * p.dstride), i32()});
     Value src = fn.getArgument(0), dst = fn.getArgument(1);
     flat(fn.getArgument(2), outer * chunk, w, [&](IrIndex e) {
       IrIndex block = e / chunk, j = e % chunk;
-      Value v = loadN(src, block * p("sstride") + j + p("soff"), w, i32());
-      storeN(v, dst, block * p("dstride") + j + p("doff"));
+      Value v = loadN(src, block * p.sstride + j + p.soff, w, i32());
+      storeN(v, dst, block * p.dstride + j + p.doff);
     });
   }
 
@@ -619,11 +629,12 @@ void kiln::rocdl::buildDataKernel(gpu::GPUModuleOp module,
   ImplicitLocOpBuilder b(module.getLoc(), module.getContext());
   if (spec.kind == KernelKind::Fp8Gemm) {
     // GemmTiles reads the shape and tiling from the named fields.
+    auto p = params<Fp8GemmParams>(spec);
     KernelSpec gemm = spec;
-    gemm.n = spec.param("n");
-    gemm.k = spec.param("k");
-    gemm.tiling.mTiles = spec.param("mt");
-    gemm.tiling.nTiles = spec.param("nt");
+    gemm.n = p.n;
+    gemm.k = p.k;
+    gemm.tiling.mTiles = p.mt;
+    gemm.tiling.nTiles = p.nt;
     Fp8Gemm(b, gemm, module).build(spec);
     return;
   }

@@ -1,29 +1,12 @@
 //===- DataSpecs.cpp - Which data kernels can be generated -------------===//
 //
-// LLVM-free: shared by the artifact emitter and the kernel tests.
-//
-// Params per kind (DataKernels.cpp has the arguments and grids):
-//   embedding   h row width, v table rows, dt table dtype (0 f32, 1 bf16,
-//               2 f16)
-//   layer_norm  c cols, eps (float)
-//   unary       op (0 sigmoid, 1 silu, 2 relu, 3 scale), c row elements,
-//               w vector width (1 or 4), s factor (float, scale only)
-//   binary      op (0 add, 1 mul), c row elements, bc broadcast length
-//               (0: same shape), w vector width
-//   softmax     c cols
-//   normalize   c cols, eps (float)
-//   group_limit c cols, g groups, k groups kept
-//   top_k       c cols, k
-//   gather      c source cols, k picks per group, n output row elements
-//   copy_blocks outer blocks per row, chunk, sstride, soff, dstride, doff
-//               (elements), w vector width
-//   take_rows   c row elements
-//   fp8_gemm    n, k (W [n, k]), mt x nt MFMA tiles per wave, wg 64,
-//               waves (declared occupancy)
+// LLVM-free: shared by the artifact emitter and the kernel tests. The
+// parameters of each kind are declared in KernelParams.def; DataKernels.cpp
+// has the arguments and grids.
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/codegen/rocdl/KernelSpec.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 
 #include <algorithm>
 #include <sstream>
@@ -37,38 +20,29 @@ class Check {
 public:
   explicit Check(const KernelSpec &spec) : spec_(spec) {}
 
-  Check &positive(std::string_view name) {
-    int64_t v = spec_.param(name, 0);
+  Check &positive(std::string_view name, int64_t v) {
     if (v <= 0)
       fail() << "parameter " << name << " must be positive, got " << v;
     return *this;
   }
-  Check &floatParam(std::string_view name) {
-    bool isFloat = false;
-    for (const KernelSpec::Param &p : spec_.params)
-      isFloat = isFloat || (p.name == name && p.isFloat);
-    if (!isFloat)
-      fail() << "needs the float parameter " << name;
-    return *this;
-  }
-  Check &oneOf(std::string_view name, int64_t lo, int64_t hi) {
-    int64_t v = spec_.param(name, -1);
+  Check &oneOf(std::string_view name, int64_t v, int64_t lo, int64_t hi) {
     if (v < lo || v > hi)
       fail() << "parameter " << name << " must be in [" << lo << ", " << hi
              << "], got " << v;
     return *this;
   }
-  /// The vector width "w" (1 or 4) must divide every named param.
-  Check &width(std::initializer_list<std::string_view> names) {
-    int64_t w = spec_.param("w", 0);
+  /// The vector width w (1 or 4) must divide every named value.
+  Check &
+  width(int64_t w,
+        std::initializer_list<std::pair<std::string_view, int64_t>> values) {
     if (w != 1 && w != 4) {
       fail() << "vector width w must be 1 or 4, got " << w;
       return *this;
     }
-    for (std::string_view n : names)
-      if (spec_.param(n) % w != 0)
+    for (auto [n, v] : values)
+      if (v % w != 0)
         fail() << "vector width " << w << " does not divide " << n << " = "
-               << spec_.param(n);
+               << v;
     return *this;
   }
   Check &reduces() {
@@ -106,73 +80,93 @@ private:
 
 std::string kiln::rocdl::validateDataSpec(const KernelSpec &spec) {
   Check c(spec);
-  auto p = [&](std::string_view n) { return spec.param(n); };
+  auto str = [](int64_t v) { return std::to_string(v); };
   switch (spec.kind) {
-  case KernelKind::Embedding:
-    c.positive("h").positive("v").oneOf("dt", 0, 2);
-    c.below31(p("h") * p("v"), "the table's elements");
+  case KernelKind::Embedding: {
+    auto p = params<EmbeddingParams>(spec);
+    c.positive("h", p.h).positive("v", p.v).oneOf("dt", p.dt, 0, 2);
+    c.below31(p.h * p.v, "the table's elements");
     break;
+  }
   case KernelKind::LayerNorm:
+    c.positive("c", params<LayerNormParams>(spec).c).reduces();
+    break;
   case KernelKind::Normalize:
-    c.positive("c").floatParam("eps").reduces();
+    c.positive("c", params<NormalizeParams>(spec).c).reduces();
     break;
   case KernelKind::Softmax:
-    c.positive("c").reduces();
+    c.positive("c", params<SoftmaxParams>(spec).c).reduces();
     break;
-  case KernelKind::Unary:
-    c.oneOf("op", 0, 3).positive("c").width({"c"});
-    if (p("op") == 3)
-      c.floatParam("s");
+  case KernelKind::Unary: {
+    auto p = params<UnaryParams>(spec);
+    c.oneOf("op", p.op, 0, 3).positive("c", p.c).width(p.w, {{"c", p.c}});
+    c.require(p.op != 3 || p.s.isSet(), "needs the float parameter s");
     break;
-  case KernelKind::Binary:
-    c.oneOf("op", 0, 1).positive("c").width({"c", "bc"});
-    c.require(p("bc") == 0 || p("c") % p("bc") == 0,
-              "broadcast length " + std::to_string(p("bc")) +
-                  " does not divide the row width " + std::to_string(p("c")));
+  }
+  case KernelKind::Binary: {
+    auto p = params<BinaryParams>(spec);
+    c.oneOf("op", p.op, 0, 1)
+        .positive("c", p.c)
+        .width(p.w, {{"c", p.c}, {"bc", p.bc}});
+    c.require(p.bc == 0 || p.c % p.bc == 0,
+              "broadcast length " + str(p.bc) +
+                  " does not divide the row width " + str(p.c));
     break;
-  case KernelKind::GroupLimit:
-    c.positive("c").positive("g").positive("k").reduces();
-    c.require(p("g") > 0 && p("c") % p("g") == 0 && p("k") <= p("g"),
-              "groups " + std::to_string(p("g")) + " keep " +
-                  std::to_string(p("k")) + " over " + std::to_string(p("c")) +
+  }
+  case KernelKind::GroupLimit: {
+    auto p = params<GroupLimitParams>(spec);
+    c.positive("c", p.c).positive("g", p.g).positive("k", p.k).reduces();
+    c.require(p.g > 0 && p.c % p.g == 0 && p.k <= p.g,
+              "groups " + str(p.g) + " keep " + str(p.k) + " over " + str(p.c) +
                   " cols: expected groups dividing the cols and keep <= "
                   "groups");
     // Scores and keep flags live in LDS.
-    c.require(p("g") <= 4096,
-              "at most 4096 groups (LDS), got " + std::to_string(p("g")));
+    c.require(p.g <= 4096, "at most 4096 groups (LDS), got " + str(p.g));
     break;
-  case KernelKind::TopK:
-    c.positive("c").positive("k").reduces();
-    c.require(p("k") <= p("c"), "k " + std::to_string(p("k")) +
-                                    " exceeds the cols " +
-                                    std::to_string(p("c")));
+  }
+  case KernelKind::TopK: {
+    auto p = params<TopKParams>(spec);
+    c.positive("c", p.c).positive("k", p.k).reduces();
+    c.require(p.k <= p.c, "k " + str(p.k) + " exceeds the cols " + str(p.c));
     break;
-  case KernelKind::Gather:
-    c.positive("c").positive("k").positive("n");
-    c.require(p("k") > 0 && p("n") % p("k") == 0,
-              "k " + std::to_string(p("k")) +
-                  " does not divide the output row " + std::to_string(p("n")));
+  }
+  case KernelKind::Gather: {
+    auto p = params<GatherParams>(spec);
+    c.positive("c", p.c).positive("k", p.k).positive("n", p.n);
+    c.require(p.k > 0 && p.n % p.k == 0,
+              "k " + str(p.k) + " does not divide the output row " + str(p.n));
     break;
-  case KernelKind::CopyBlocks:
-    c.positive("outer").positive("chunk").positive("sstride").positive(
-        "dstride");
-    c.width({"chunk", "sstride", "soff", "dstride", "doff"});
-    c.require(p("soff") + p("chunk") <= p("sstride") &&
-                  p("doff") + p("chunk") <= p("dstride"),
+  }
+  case KernelKind::CopyBlocks: {
+    auto p = params<CopyBlocksParams>(spec);
+    c.positive("outer", p.outer)
+        .positive("chunk", p.chunk)
+        .positive("sstride", p.sstride)
+        .positive("dstride", p.dstride);
+    c.width(p.w, {{"chunk", p.chunk},
+                  {"sstride", p.sstride},
+                  {"soff", p.soff},
+                  {"dstride", p.dstride},
+                  {"doff", p.doff}});
+    c.require(p.soff + p.chunk <= p.sstride && p.doff + p.chunk <= p.dstride,
               "the chunk leaves its block");
-    c.below31(p("outer") * std::max(p("sstride"), p("dstride")),
-              "the row elements");
+    c.below31(p.outer * std::max(p.sstride, p.dstride), "the row elements");
     break;
+  }
   case KernelKind::TakeRows:
-    c.positive("c");
+    c.positive("c", params<TakeRowsParams>(spec).c);
     break;
-  case KernelKind::Fp8Gemm:
-    c.positive("n").positive("k").oneOf("mt", 1, 4).oneOf("nt", 1, 8);
-    c.require(p("k") % 32 == 0,
-              "K must be a multiple of 32, got " + std::to_string(p("k")));
+  case KernelKind::Fp8Gemm: {
+    auto p = params<Fp8GemmParams>(spec);
+    c.positive("n", p.n)
+        .positive("k", p.k)
+        .oneOf("mt", p.mt, 1, 4)
+        .oneOf("nt", p.nt, 1, 8);
+    c.require(p.k % 32 == 0, "K must be a multiple of 32, got " + str(p.k));
     c.require(spec.blockSize() == 64, "runs one wave per workgroup (wg 64)");
-    c.below31(p("n") * p("k"), "the weight's elements");
+    c.below31(p.n * p.k, "the weight's elements");
     break;
+  }
   default:
     return std::string(kernelKindName(spec.kind)) + ": not a data kernel";
   }

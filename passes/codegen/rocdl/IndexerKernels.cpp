@@ -1,7 +1,7 @@
 //===- IndexerKernels.cpp - The DSA indexer (indexer_top_k) ---------------===//
 //
 // The attention family's indexer kernels, on AttentionKernel.h (arguments
-// as AttentionKernels.cpp lists them; params in AttentionSpecs.cpp):
+// as AttentionKernels.cpp lists them; params in KernelParams.def):
 //
 //   indexer_top_k s0   (f32 q[R, h*d], f32 weights[R, h], key cache,
 //                       i32 seq[R], i32 pos[R], f32 scores[R, capacity],
@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/codegen/rocdl/AttentionKernel.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 
 using namespace mlir;
 using namespace kiln::rocdl;
@@ -33,9 +34,10 @@ constexpr int64_t kHeadGroup = 16;
 /// for GLM-5, so four workgroups fit gfx942's 64 KiB; the weights are
 /// uniform loads).
 void AttentionKernel::indexerScore() {
-  bool bf = p("bf");
-  int64_t h = p("h"), d = p("d"), sp = p("sp");
-  float scale = spec.paramFloat("scale");
+  auto p = params<IndexerTopKParams>(spec);
+  bool bf = p.bf;
+  int64_t h = p.h, d = p.d, sp = p.sp;
+  float scale = p.scale;
   auto fn = createKernelFunc(
       b, module, spec,
       {ir.activations(f32(), h * d), ir.activations(f32(), h), cacheType(bf, d),
@@ -127,7 +129,8 @@ Value AttentionKernel::orderKey(Value f) {
 /// writes, in position order, every key above T and the first of those
 /// equal to T.
 void AttentionKernel::indexerSelect() {
-  int64_t k = p("k");
+  auto p = params<IndexerTopKParams>(spec);
+  int64_t k = p.k;
   auto fn = createKernelFunc(
       b, module, spec,
       {ir.activations(f32(), 1), ir.activations(i32(), 1),

@@ -135,7 +135,6 @@ struct KernelBody {
   mlir::gpu::GPUModuleOp module;
   const KernelSpec &spec;
 
-  int64_t p(llvm::StringRef name) const { return spec.param(name); }
   int64_t wg() const { return spec.blockSize(); }
 
   mlir::Type f32() { return b.getF32Type(); }
@@ -177,7 +176,7 @@ mlir::gpu::GPUFuncOp createKernelFunc(mlir::ImplicitLocOpBuilder &b,
 void buildMxGemm(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
 void buildBf16Gemm(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
 void buildRowKernel(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
-// Generic kinds (KernelSpec::params), per family.
+// Generic kinds (KernelParams.def), per family.
 void buildDataKernel(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
 void buildMoeKernel(mlir::gpu::GPUModuleOp module, const KernelSpec &spec);
 void buildAttentionKernel(mlir::gpu::GPUModuleOp module,

@@ -3,6 +3,7 @@
 #include "passes/codegen/rocdl/KernelSpec.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <sstream>
 
@@ -93,72 +94,140 @@ std::string KernelSpec::validate() const {
   return os.str();
 }
 
-KernelSpec &KernelSpec::set(std::string_view name, int64_t value) {
-  for (Param &p : params)
+const std::vector<ParamDecl> &kiln::rocdl::declaredParams(KernelKind kind) {
+  static const std::vector<std::vector<ParamDecl>> kDecls = [] {
+    std::vector<std::vector<ParamDecl>> decls(kKernelKindNames.size());
+    std::vector<ParamDecl> *d = nullptr;
+#define KILN_KIND(Kind, Struct) d = &decls[size_t(KernelKind::Kind)];
+#define KILN_INT(name) d->push_back({#name, false, true});
+#define KILN_FLOAT(name) d->push_back({#name, true, true});
+#define KILN_OPT_INT(name, fallback) d->push_back({#name, false, false});
+#define KILN_OPT_FLOAT(name, fallback) d->push_back({#name, true, false});
+#define KILN_END_KIND
+#include "passes/codegen/rocdl/KernelParams.def"
+    return decls;
+  }();
+  return kDecls[size_t(kind)];
+}
+
+const ParamDecl *kiln::rocdl::findParam(KernelKind kind,
+                                        std::string_view name) {
+  for (const ParamDecl &d : declaredParams(kind))
+    if (d.name == name)
+      return &d;
+  return nullptr;
+}
+
+/// Debug builds stop at the call that names an undeclared parameter;
+/// release builds store it, and validate() names it.
+static void assertDeclared(const KernelSpec &spec, std::string_view name) {
+  (void)spec;
+  (void)name;
+  assert(findParam(spec.kind, name) &&
+         "parameter not declared for this kind in KernelParams.def");
+}
+
+void KernelSpecParams::setInt(KernelSpec &spec, std::string_view name,
+                              int64_t value) {
+  assertDeclared(spec, name);
+  for (KernelSpec::Param &p : spec.params_)
     if (p.name == name) {
       p.value = value;
       p.isFloat = false;
-      return *this;
+      return;
     }
-  params.push_back({std::string(name), value, false, 0.0f});
-  return *this;
+  spec.params_.push_back({std::string(name), value, false, 0.0f});
 }
 
-KernelSpec &KernelSpec::setFloat(std::string_view name, float value) {
-  for (Param &p : params)
+void KernelSpecParams::setFloat(KernelSpec &spec, std::string_view name,
+                                float value) {
+  assertDeclared(spec, name);
+  for (KernelSpec::Param &p : spec.params_)
     if (p.name == name) {
       p.f = value;
       p.isFloat = true;
-      return *this;
+      return;
     }
-  params.push_back({std::string(name), 0, true, value});
-  return *this;
+  spec.params_.push_back({std::string(name), 0, true, value});
 }
 
-int64_t KernelSpec::param(std::string_view name, int64_t fallback) const {
-  for (const Param &p : params)
+int64_t KernelSpecParams::getInt(const KernelSpec &spec,
+                                 std::string_view name) {
+  assertDeclared(spec, name);
+  for (const KernelSpec::Param &p : spec.params_)
     if (p.name == name && !p.isFloat)
       return p.value;
-  return fallback;
+  return 0;
 }
 
-float KernelSpec::paramFloat(std::string_view name, float fallback) const {
-  for (const Param &p : params)
+float KernelSpecParams::getFloat(const KernelSpec &spec,
+                                 std::string_view name) {
+  assertDeclared(spec, name);
+  for (const KernelSpec::Param &p : spec.params_)
     if (p.name == name && p.isFloat)
       return p.f;
-  return fallback;
+  return 0.0f;
 }
 
-bool KernelSpec::has(std::string_view name) const {
-  for (const Param &p : params)
+bool KernelSpecParams::has(const KernelSpec &spec, std::string_view name) {
+  assertDeclared(spec, name);
+  for (const KernelSpec::Param &p : spec.params_)
     if (p.name == name)
       return true;
   return false;
 }
 
-std::string kiln::rocdl::validateGeneric(const KernelSpec &spec) {
-  std::ostringstream os;
-  for (const KernelSpec::Param &p : spec.params) {
-    bool letters = !p.name.empty();
-    for (char c : p.name)
-      letters = letters && c >= 'a' && c <= 'z';
-    if (!letters)
-      return std::string(kernelKindName(spec.kind)) + ": parameter name '" +
-             p.name + "' must be lowercase letters";
+std::string KernelSpecParams::check(const KernelSpec &spec) {
+  std::string kind(kernelKindName(spec.kind));
+  const std::vector<ParamDecl> &decls = declaredParams(spec.kind);
+  const ParamDecl *last = nullptr;
+  for (const KernelSpec::Param &p : spec.params_) {
+    const ParamDecl *d = findParam(spec.kind, p.name);
+    if (!d)
+      return kind + ": parameter '" + p.name +
+             "' is not declared for this kind (KernelParams.def)";
+    // makeSpec writes them in declared order, once each.
+    if (last && d <= last)
+      return kind + ": parameter " + p.name + " is out of order or repeated";
+    last = d;
+    if (d->isFloat != p.isFloat)
+      return kind + ": parameter " + p.name + " must be " +
+             (d->isFloat ? "a float" : "an integer");
     if (!p.isFloat && p.value < 0)
-      return std::string(kernelKindName(spec.kind)) + ": parameter " + p.name +
-             " must not be negative, got " + std::to_string(p.value);
+      return kind + ": parameter " + p.name + " must not be negative, got " +
+             std::to_string(p.value);
   }
+  for (const ParamDecl &d : decls) {
+    bool present = false;
+    for (const KernelSpec::Param &p : spec.params_)
+      present = present || p.name == d.name;
+    if (d.required && !present)
+      return kind + ": parameter " + std::string(d.name) + " is missing";
+  }
+  return "";
+}
+
+std::string KernelSpecParams::checkIndexing(const KernelSpec &spec) {
+  // Element offsets are 32-bit (index-bitwidth=32).
+  for (const KernelSpec::Param &p : spec.params_)
+    if (!p.isFloat && p.value >= (int64_t(1) << 31))
+      return std::string(kernelKindName(spec.kind)) + ": parameter " + p.name +
+             " = " + std::to_string(p.value) + " is beyond 32-bit indexing";
+  return "";
+}
+
+std::string kiln::rocdl::validateGeneric(const KernelSpec &spec) {
+  std::string error = KernelSpecParams::check(spec);
+  if (!error.empty())
+    return error;
   int64_t wg = spec.blockSize();
   if (wg < kWaveSize || wg > 1024 || wg % kWaveSize != 0)
     return std::string(kernelKindName(spec.kind)) +
            ": workgroup size must be a multiple of 64 in [64, 1024], got " +
            std::to_string(wg);
-  // Element offsets are 32-bit (index-bitwidth=32).
-  for (const KernelSpec::Param &p : spec.params)
-    if (!p.isFloat && p.value >= (int64_t(1) << 31))
-      return std::string(kernelKindName(spec.kind)) + ": parameter " + p.name +
-             " = " + std::to_string(p.value) + " is beyond 32-bit indexing";
+  error = KernelSpecParams::checkIndexing(spec);
+  if (!error.empty())
+    return error;
   switch (spec.kind) {
   case KernelKind::MoeRoute:
   case KernelKind::MoeAlign:
@@ -175,9 +244,18 @@ std::string kiln::rocdl::validateGeneric(const KernelSpec &spec) {
   }
 }
 
+/// The shared parameter `name` (wg, waves) where the kind declares it and
+/// the spec sets it, else `fallback`.
+static int64_t sharedParam(const KernelSpec &spec, std::string_view name,
+                           int64_t fallback) {
+  if (!findParam(spec.kind, name) || !KernelSpecParams::has(spec, name))
+    return fallback;
+  return KernelSpecParams::getInt(spec, name);
+}
+
 int64_t KernelSpec::blockSize() const {
   if (isGenericKind(kind))
-    return param("wg", kRowBlock);
+    return sharedParam(*this, "wg", kRowBlock);
   return isGemm(kind) ? kWaveSize : kRowBlock;
 }
 
@@ -195,7 +273,7 @@ int64_t KernelSpec::declaredWavesPerSimd() const {
   // on gfx942 -- and gets 256 (2 waves), which the MFMA-bound prefill
   // tolerates. Row kernels are small.
   if (isGenericKind(kind))
-    return param("waves", 8);
+    return sharedParam(*this, "waves", 8);
   if (!isGemm(kind))
     return 8;
   return kind == KernelKind::MxGemm && tiling.mTiles > 1 ? 2 : 4;
@@ -227,7 +305,7 @@ std::string KernelSpec::symbol() const {
     break;
   default:
     if (isGenericKind(kind)) {
-      for (const Param &p : params)
+      for (const Param &p : params_)
         os << "_" << p.name
            << (p.isFloat ? "X" + floatTag(p.f) : std::to_string(p.value));
       break;
@@ -323,9 +401,9 @@ std::optional<KernelSpec> KernelSpec::fromSymbol(std::string_view symbol) {
         return std::nullopt;
       if (!value.empty() && value[0] == 'X' &&
           parseHexFloat(value.substr(1), f))
-        spec.setFloat(name, f);
+        spec.params_.push_back({std::string(name), 0, true, f});
       else if (parseInt(value, v))
-        spec.set(name, v);
+        spec.params_.push_back({std::string(name), v, false, 0.0f});
       else
         return std::nullopt;
       continue;
@@ -362,6 +440,9 @@ std::optional<KernelSpec> KernelSpec::fromSymbol(std::string_view symbol) {
     else
       return std::nullopt;
   }
+  // Each name once, declared, of its type, required ones present.
+  if (isGenericKind(*kind) && !KernelSpecParams::check(spec).empty())
+    return std::nullopt;
   if (spec.symbol() != symbol)
     return std::nullopt;
   return spec;

@@ -45,9 +45,10 @@ const ChipInfo &chipInfo(Chip chip);
 std::optional<Chip> chipFromName(std::string_view name);
 
 /// The first seven kinds carry their constants in the named fields below;
-/// every later kind ("generic" kinds) carries them in `params`, which the
-/// symbol spells out in full, so a symbol alone rebuilds its spec
-/// (fromSymbol).
+/// every later kind ("generic" kinds) declares its parameters in
+/// KernelParams.def and is built and read through the typed structs of
+/// KernelParams.h. The symbol spells every parameter, so a symbol alone
+/// rebuilds its spec (fromSymbol).
 enum class KernelKind {
   MxGemm,
   Bf16Gemm,
@@ -89,7 +90,7 @@ inline constexpr std::array<std::string_view, 27> kKernelKindNames = {
     "copy_blocks",   "take_rows",     "moe_route", "moe_align",
     "moe_gate_up",   "moe_down",      "kv_append", "mla_attention",
     "indexer_top_k", "gqa_attention", "fp8_gemm"};
-/// Kinds configured by KernelSpec::params.
+/// Kinds whose parameters KernelParams.def declares.
 inline bool isGenericKind(KernelKind kind) {
   return int(kind) > int(KernelKind::Argmax);
 }
@@ -116,23 +117,6 @@ struct KernelSpec {
   bool neox = false; // false: interleaved pairs (2i, 2i+1)
   float theta = 10000.0f;
 
-  /// Generic kinds: named constants, in the order the symbol lists them.
-  /// Names are lowercase letters only; float values keep their bits
-  /// (spelled X<hex bits> in the symbol).
-  struct Param {
-    std::string name;
-    int64_t value = 0;
-    bool isFloat = false;
-    float f = 0.0f;
-  };
-  std::vector<Param> params;
-  KernelSpec &set(std::string_view name, int64_t value);
-  KernelSpec &setFloat(std::string_view name, float value);
-  /// The value of `name`, or `fallback` when absent.
-  int64_t param(std::string_view name, int64_t fallback = 0) const;
-  float paramFloat(std::string_view name, float fallback = 0.0f) const;
-  bool has(std::string_view name) const;
-
   /// Picks the tiling from the shape hints (GEMMs only).
   void chooseTiling();
   /// An empty string when the spec can be generated, else why not.
@@ -147,13 +131,55 @@ struct KernelSpec {
   /// Unique, stable symbol, e.g. kiln_mx_gemm_n256_k512_t1x4_gfx950 or
   /// kiln_softmax_c64_gfx942.
   std::string symbol() const;
-  /// The spec a symbol() names; nullopt for anything else.
+  /// The spec a symbol() names; nullopt for anything else (for a generic
+  /// kind: a parameter the kind does not declare, or a required one
+  /// missing).
   static std::optional<KernelSpec> fromSymbol(std::string_view symbol);
+
+private:
+  friend struct KernelSpecParams;
+  /// Generic kinds: the parameters as the symbol spells them, in order.
+  /// Built through KernelParams.h (makeSpec, params<P>) or fromSymbol.
+  /// Float values keep their bits (spelled X<hex bits> in the symbol).
+  struct Param {
+    std::string name;
+    int64_t value = 0;
+    bool isFloat = false;
+    float f = 0.0f;
+  };
+  std::vector<Param> params_;
 };
 
-/// Generic kinds: the workgroup size is param "wg" (default kRowBlock) and
-/// the declared occupancy param "waves" (default 8); a kernel family may
-/// validate its params (KernelSpec::validate calls validateGeneric).
+/// A parameter a generic kind declares (KernelParams.def).
+struct ParamDecl {
+  std::string_view name;
+  bool isFloat = false;
+  bool required = false;
+};
+/// The declared parameters of `kind` in symbol order; empty for the fixed
+/// kinds.
+const std::vector<ParamDecl> &declaredParams(KernelKind kind);
+const ParamDecl *findParam(KernelKind kind, std::string_view name);
+
+/// The string-keyed storage behind KernelParams.h; nothing else uses it.
+/// Names must be declared by the spec's kind (asserted; validate() reports
+/// them too).
+struct KernelSpecParams {
+  static void setInt(KernelSpec &spec, std::string_view name, int64_t value);
+  static void setFloat(KernelSpec &spec, std::string_view name, float value);
+  static int64_t getInt(const KernelSpec &spec, std::string_view name);
+  static float getFloat(const KernelSpec &spec, std::string_view name);
+  static bool has(const KernelSpec &spec, std::string_view name);
+  /// Every stored name declared, of its type, not negative; required ones
+  /// present. An empty string when so, else why not.
+  static std::string check(const KernelSpec &spec);
+  /// Every integer below 2^31.
+  static std::string checkIndexing(const KernelSpec &spec);
+};
+
+/// Generic kinds: every parameter declared, of its type, required ones
+/// present; then the kind's family checks its values (KernelSpec::validate
+/// calls validateGeneric).
 std::string validateGeneric(const KernelSpec &spec);
 /// Per family (DataSpecs.cpp, MoeSpecs.cpp, AttentionSpecs.cpp): an empty
 /// string when the family can generate the spec, else why not.

@@ -1,6 +1,6 @@
 //===- MoeKernels.cpp - Fused MoE: route, align, expert GEMMs, combine ----===//
 //
-// A moe dispatch runs as (GpuLowerMoe.cpp; parameters in MoeSpecs.cpp):
+// A moe dispatch runs as (GpuLowerMoe.cpp; parameters in KernelParams.def):
 //
 //  moe_route   (f32 x[R, H], router[E, H] f32|bf16, f32 bias[E],
 //               i32 ids[R, topk], f32 weights[R, topk])       grid (R)
@@ -37,6 +37,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/codegen/rocdl/GemmTiles.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 
 #include <cmath>
 #include <limits>
@@ -79,10 +80,11 @@ struct MoeKernel : KernelBody {
   //===--------------------------------------------------------------------===//
 
   void route() {
-    int64_t e = p("e"), h = p("h"), topk = p("topk"), groups = p("ngroup"),
-            topkGroup = p("topkgroup");
-    bool norm = p("norm") != 0, rbf = p("rbf") != 0;
-    float scale = spec.paramFloat("scale", 1.0f);
+    auto p = params<MoeRouteParams>(spec);
+    int64_t e = p.e, h = p.h, topk = p.topk, groups = p.ngroup,
+            topkGroup = p.topkgroup;
+    bool norm = p.norm != 0, rbf = p.rbf != 0;
+    float scale = p.scale;
     Type wElem = rbf ? Type(b.getBF16Type()) : f32();
     int64_t waves = kRowBlock / kWaveSize;
     auto fn = createKernelFunc(
@@ -261,7 +263,8 @@ struct MoeKernel : KernelBody {
   static constexpr int64_t kChunk = 4 * kRowBlock;
 
   void align() {
-    int64_t e = p("e"), topk = p("topk"), bm = p("bm");
+    auto p = params<MoeAlignParams>(spec);
+    int64_t e = p.e, topk = p.topk, bm = p.bm;
     auto fn = createKernelFunc(
         b, module, spec,
         {ir.activations(i32(), topk), i32(), ir.activations(i32(), 1),
@@ -365,25 +368,44 @@ struct MoeKernel : KernelBody {
   // moe_gate_up / moe_down
   //===--------------------------------------------------------------------===//
 
+  /// The expert GEMM's parameters: moe_down's GEMM declares the same as
+  /// moe_gate_up.
+  MoeGateUpParams gemmParams() const {
+    if (spec.kind == KernelKind::MoeGateUp)
+      return params<MoeGateUpParams>(spec);
+    auto d = params<MoeDownParams>(spec);
+    MoeGateUpParams g;
+    g.e = d.e;
+    g.n = d.n;
+    g.k = d.k;
+    g.topk = d.topk;
+    g.mt = d.mt;
+    g.nt = d.nt;
+    g.fmt = d.fmt;
+    return g;
+  }
+
   /// The GEMM shape and tiling GemmTiles reads.
   KernelSpec tileSpec() const {
+    MoeGateUpParams p = gemmParams();
     KernelSpec g;
-    g.kind = p("fmt") == 0 ? KernelKind::MxGemm : KernelKind::Bf16Gemm;
+    g.kind = p.fmt == 0 ? KernelKind::MxGemm : KernelKind::Bf16Gemm;
     g.chip = spec.chip;
-    g.n = p("n");
-    g.k = p("k");
-    g.tiling.mTiles = p("mt");
-    g.tiling.nTiles = p("nt");
+    g.n = p.n;
+    g.k = p.k;
+    g.tiling.mTiles = p.mt;
+    g.tiling.nTiles = p.nt;
     return g;
   }
 
   void expertGemm(bool gateUp) {
+    MoeGateUpParams p = gemmParams();
     KernelSpec g = tileSpec();
-    int64_t e = p("e"), n = g.n, k = g.k, topk = p("topk");
+    int64_t e = p.e, n = g.n, k = g.k, topk = p.topk;
     int64_t mTiles = g.tiling.mTiles, nTiles = g.tiling.nTiles;
     int64_t bm = kTile * mTiles;
     bool mx = g.kind == KernelKind::MxGemm;
-    bool fp8 = p("fmt") == 2;
+    bool fp8 = p.fmt == 2;
     int64_t fp8ScaleCount =
         ceilDiv(n, Bf16Tiles::kFp8Block) * ceilDiv(k, Bf16Tiles::kFp8Block);
     MxWeightLayout layout = MxWeightLayout::forShape(n, k);
@@ -498,8 +520,9 @@ struct MoeKernel : KernelBody {
   //===--------------------------------------------------------------------===//
 
   void combine() {
-    int64_t h = p("h"), topk = p("topk");
-    bool shared = p("shared") != 0;
+    auto p = params<MoeDownParams>(spec);
+    int64_t h = p.h, topk = p.topk;
+    bool shared = p.shared != 0;
     SmallVector<Type> args = {ir.activations(f32(), topk * h),
                               ir.activations(f32(), topk)};
     if (shared)
@@ -551,7 +574,7 @@ void kiln::rocdl::buildMoeKernel(gpu::GPUModuleOp module,
     k.expertGemm(/*gateUp=*/true);
     break;
   case KernelKind::MoeDown:
-    if (spec.param("combine") == 1)
+    if (params<MoeDownParams>(spec).combine == 1)
       k.combine();
     else
       k.expertGemm(/*gateUp=*/false);

@@ -1,19 +1,12 @@
 //===- MoeSpecs.cpp - Which moe kernels can be generated -------------===//
 //
 // LLVM-free: shared by the artifact emitter and the kernel tests. The
-// parameters of each kind (MoeKernels.cpp describes the kernels):
-//   moe_route    e, h, topk, ngroup, topkgroup, norm, rbf (router is bf16),
-//                scale (float); wg 256
-//   moe_align    e, topk, bm (rows per block); wg 256
-//   moe_gate_up  e, n (= I), k (= H), topk, mt, nt, fmt (0 MXFP4, 1 BF16,
-//                2 FP8 block-128: E4M3FN bytes + f32 scales per 128 x 128);
-//                wg 64 (one wave), block rows bm = 16 * mt
-//   moe_down     the same with n = H, k = I; or, with combine = 1, the
-//                final sum: h, topk, shared; wg 256
+// parameters of each kind are declared in KernelParams.def; MoeKernels.cpp
+// describes the kernels.
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/codegen/rocdl/KernelSpec.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "support/abi/MoeRules.h"
 
 #include <sstream>
@@ -30,23 +23,63 @@ public:
     if (!ok && error_.empty())
       error_ = std::string(kernelKindName(spec_.kind)) + ": " + what;
   }
-  /// Param `name` must be present and in [lo, hi].
-  int64_t range(const char *name, int64_t lo, int64_t hi) {
-    int64_t v = spec_.param(name, -1);
-    std::ostringstream os;
-    os << "parameter " << name << " must be in [" << lo << ", " << hi
-       << "], got " << (spec_.has(name) ? std::to_string(v) : "none");
-    require(spec_.has(name) && v >= lo && v <= hi, os.str());
-    return v;
+  /// Param `name` must be in [lo, hi].
+  int64_t range(const char *name, int64_t v, int64_t lo, int64_t hi) {
+    return range(name, v, true, lo, hi);
+  }
+  /// An optional param must be set, and in [lo, hi].
+  int64_t range(const char *name, OptParam<int64_t> v, int64_t lo, int64_t hi) {
+    return range(name, v.get(), v.isSet(), lo, hi);
   }
   std::string error() const { return error_; }
 
 private:
+  int64_t range(const char *name, int64_t v, bool set, int64_t lo, int64_t hi) {
+    std::ostringstream os;
+    os << "parameter " << name << " must be in [" << lo << ", " << hi
+       << "], got " << (set ? std::to_string(v) : "none");
+    require(set && v >= lo && v <= hi, os.str());
+    return v;
+  }
+
   const KernelSpec &spec_;
   std::string error_;
 };
 
 constexpr int64_t kMaxIndex = (int64_t(1) << 31) - 1;
+
+/// The expert GEMM of moe_gate_up and moe_down (P: MoeGateUpParams or
+/// MoeDownParams).
+template <typename P> void checkExpertGemm(Check &c, const P &p, int64_t wg) {
+  int64_t e = c.range("e", p.e, 1, 8192);
+  int64_t n = c.range("n", p.n, 1, kMaxIndex);
+  int64_t k = c.range("k", p.k, 1, kMaxIndex);
+  c.range("topk", p.topk, 1, 64);
+  c.range("mt", p.mt, 1, 2);
+  c.range("nt", p.nt, 1, 4);
+  int64_t fmt = c.range("fmt", p.fmt, 0, 2);
+  c.require(wg == kWaveSize, "the workgroup must be one wave (64)");
+  c.require(k % 32 == 0,
+            "K must be a multiple of 32, got " + std::to_string(k));
+  if (fmt == 0) {
+    MxWeightLayout l = MxWeightLayout::forShape(n, k);
+    c.require(e * (l.dataBytes() / 16) <= kMaxIndex &&
+                  e * (l.scaleBytes() / 4) <= kMaxIndex,
+              "expert stack beyond 32-bit indexing");
+  } else {
+    // BF16 counts vector<8xbf16>, FP8 vector<8xi8> (and f32 scales).
+    c.require(e * n * k / 8 <= kMaxIndex,
+              "expert stack beyond 32-bit indexing");
+    // The BF16 path forms the element offset before dividing by 8, in
+    // 32-bit unsigned index arithmetic.
+    if (fmt == 1)
+      c.require(e * n * k < (int64_t(1) << 32),
+                "BF16 expert stack of 2^32 or more elements");
+    if (fmt == 2)
+      c.require(e * ((n + 127) / 128) * ((k + 127) / 128) <= kMaxIndex,
+                "expert scales beyond 32-bit indexing");
+  }
+}
 
 } // namespace
 
@@ -55,63 +88,41 @@ std::string kiln::rocdl::validateMoeSpec(const KernelSpec &spec) {
   int64_t wg = spec.blockSize();
   switch (spec.kind) {
   case KernelKind::MoeRoute: {
-    int64_t e = c.range("e", 1, 4096);
-    int64_t h = c.range("h", 1, kMaxIndex);
-    int64_t topk = c.range("topk", 1, 64);
-    int64_t groups = c.range("ngroup", 1, 4096);
-    int64_t topkGroup = c.range("topkgroup", 1, 4096);
-    c.range("norm", 0, 1);
-    c.range("rbf", 0, 1);
-    c.require(spec.has("scale"), "parameter scale is missing");
+    auto p = params<MoeRouteParams>(spec);
+    int64_t e = c.range("e", p.e, 1, 4096);
+    c.range("h", p.h, 1, kMaxIndex);
+    int64_t topk = c.range("topk", p.topk, 1, 64);
+    int64_t groups = c.range("ngroup", p.ngroup, 1, 4096);
+    int64_t topkGroup = c.range("topkgroup", p.topkgroup, 1, 4096);
+    c.range("norm", p.norm, 0, 1);
+    c.range("rbf", p.rbf, 0, 1);
     c.require(wg == kRowBlock, "the workgroup must be 256 threads");
     abi::MoeRuleError rule = abi::checkMoeRouting({e, topk, groups, topkGroup});
     c.require(!rule, rule.field + " " + rule.message);
-    c.require(e * h <= kMaxIndex, "router weight beyond 32-bit indexing");
+    c.require(e * p.h <= kMaxIndex, "router weight beyond 32-bit indexing");
     break;
   }
-  case KernelKind::MoeAlign:
-    c.range("e", 1, 8192);
-    c.range("topk", 1, 64);
-    c.range("bm", 1, 1024);
+  case KernelKind::MoeAlign: {
+    auto p = params<MoeAlignParams>(spec);
+    c.range("e", p.e, 1, 8192);
+    c.range("topk", p.topk, 1, 64);
+    c.range("bm", p.bm, 1, 1024);
     c.require(wg == kRowBlock, "the workgroup must be 256 threads");
     break;
+  }
   case KernelKind::MoeGateUp:
+    checkExpertGemm(c, params<MoeGateUpParams>(spec), wg);
+    break;
   case KernelKind::MoeDown: {
-    if (spec.kind == KernelKind::MoeDown && spec.param("combine") == 1) {
-      c.range("h", 1, kMaxIndex);
-      c.range("topk", 1, 64);
-      c.range("shared", 0, 1);
-      c.require(wg == kRowBlock, "the workgroup must be 256 threads");
+    auto p = params<MoeDownParams>(spec);
+    if (p.combine != 1) {
+      checkExpertGemm(c, p, wg);
       break;
     }
-    int64_t e = c.range("e", 1, 8192);
-    int64_t n = c.range("n", 1, kMaxIndex);
-    int64_t k = c.range("k", 1, kMaxIndex);
-    c.range("topk", 1, 64);
-    c.range("mt", 1, 2);
-    c.range("nt", 1, 4);
-    int64_t fmt = c.range("fmt", 0, 2);
-    c.require(wg == kWaveSize, "the workgroup must be one wave (64)");
-    c.require(k % 32 == 0,
-              "K must be a multiple of 32, got " + std::to_string(k));
-    if (fmt == 0) {
-      MxWeightLayout l = MxWeightLayout::forShape(n, k);
-      c.require(e * (l.dataBytes() / 16) <= kMaxIndex &&
-                    e * (l.scaleBytes() / 4) <= kMaxIndex,
-                "expert stack beyond 32-bit indexing");
-    } else {
-      // BF16 counts vector<8xbf16>, FP8 vector<8xi8> (and f32 scales).
-      c.require(e * n * k / 8 <= kMaxIndex,
-                "expert stack beyond 32-bit indexing");
-      // The BF16 path forms the element offset before dividing by 8, in
-      // 32-bit unsigned index arithmetic.
-      if (fmt == 1)
-        c.require(e * n * k < (int64_t(1) << 32),
-                  "BF16 expert stack of 2^32 or more elements");
-      if (fmt == 2)
-        c.require(e * ((n + 127) / 128) * ((k + 127) / 128) <= kMaxIndex,
-                  "expert scales beyond 32-bit indexing");
-    }
+    c.range("h", p.h, 1, kMaxIndex);
+    c.range("topk", p.topk, 1, 64);
+    c.range("shared", p.shared, 0, 1);
+    c.require(wg == kRowBlock, "the workgroup must be 256 threads");
     break;
   }
   default:

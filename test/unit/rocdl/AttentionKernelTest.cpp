@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "tools/gpu-interp/KernelInterpreter.h"
 
 #include "runtime/cpu/Dequant.h"
@@ -124,9 +125,10 @@ TEST_P(KvAppendTest, MatchesCpuBitForBit) {
     ASSERT_TRUE(cache.cpu.ensure(s, kLength[s] + 1).isOk());
   cpu::kvAppend(cache.cpu.view(), seq.data(), pos.data(), 3, values.data());
 
-  KernelSpec spec;
-  spec.kind = KernelKind::KvAppend;
-  spec.set("w", width).set("bf", bf16);
+  KvAppendParams kp;
+  kp.w = width;
+  kp.bf = bf16;
+  KernelSpec spec = makeSpec(kp);
   ASSERT_EQ(spec.validate(), "");
   ASSERT_EQ(
       interp::runKernel(spec, {3, 1, 1},
@@ -158,10 +160,15 @@ class GqaTest : public ::testing::TestWithParam<GqaShape> {};
 /// Runs the GPU kernel; returns out.
 std::vector<float> runGqa(const GqaShape &s, float scale, std::vector<float> &q,
                           TestCache &k, TestCache &v) {
-  KernelSpec spec;
-  spec.kind = KernelKind::GqaAttention;
-  spec.set("qh", s.qh).set("kvh", s.kvh).set("d", s.d).set("dv", s.dv);
-  spec.set("bf", s.bf16).setFloat("scale", scale).set("waves", 4);
+  GqaAttentionParams gp;
+  gp.qh = s.qh;
+  gp.kvh = s.kvh;
+  gp.d = s.d;
+  gp.dv = s.dv;
+  gp.bf = s.bf16;
+  gp.scale = scale;
+  gp.waves = 4;
+  KernelSpec spec = makeSpec(gp);
   EXPECT_EQ(spec.validate(), "");
   std::vector<int32_t> seq = seqs(), pos = positions();
   std::vector<float> out(size_t(tokens() * s.qh * s.dv), -7.0f);
@@ -319,15 +326,27 @@ TEST_P(MlaTest, MatchesCpu) {
   cpu::mlaAttention(pool, a, ref.data(), ws);
 
   // The three launches of the lowering (GpuLowerAttention.cpp).
-  KernelSpec shape;
-  shape.kind = KernelKind::MlaAttention;
-  shape.set("s", 0).set("h", s.h).set("n", s.n).set("r", s.r).set("v", s.v);
-  shape.set("l", s.l);
-  KernelSpec absorb = shape, attend = shape, expand = shape;
-  absorb.set("wf", s.wf).set("tt", s.tt);
-  attend.set("s", 1).set("bf", s.bf16Cache).set("k", s.topk ? k : 0);
-  attend.setFloat("scale", a.scale).set("waves", 4);
-  expand.set("s", 2).set("wf", s.wf).set("tt", s.tt);
+  MlaAttentionParams shape;
+  shape.h = s.h;
+  shape.n = s.n;
+  shape.r = s.r;
+  shape.v = s.v;
+  shape.l = s.l;
+  MlaAttentionParams absorbParams = shape, attendParams = shape,
+                     expandParams = shape;
+  absorbParams.s = 0;
+  absorbParams.wf = s.wf;
+  absorbParams.tt = s.tt;
+  attendParams.s = 1;
+  attendParams.bf = s.bf16Cache;
+  attendParams.k = s.topk ? k : 0;
+  attendParams.scale = a.scale;
+  attendParams.waves = 4;
+  expandParams.s = 2;
+  expandParams.wf = s.wf;
+  expandParams.tt = s.tt;
+  KernelSpec absorb = makeSpec(absorbParams), attend = makeSpec(attendParams),
+             expand = makeSpec(expandParams);
   for (const KernelSpec *spec : {&absorb, &attend, &expand})
     ASSERT_EQ(spec->validate(), "");
 
@@ -360,8 +379,9 @@ TEST_P(MlaTest, MatchesCpu) {
   ASSERT_EQ(interp::runKernel(attend, {tokens(), s.h, 1}, args), "");
   std::vector<float> oLatRight = oLat;
   // Negative check: a wrong scale in the attention is caught.
-  KernelSpec wrong = attend;
-  wrong.setFloat("scale", a.scale * 1.5f);
+  MlaAttentionParams wrongParams = attendParams;
+  wrongParams.scale = a.scale * 1.5f;
+  KernelSpec wrong = makeSpec(wrongParams);
   ASSERT_EQ(interp::runKernel(wrong, {tokens(), s.h, 1}, args), "");
   std::vector<float> oLatWrong = oLat;
   oLat = oLatRight;
@@ -445,11 +465,17 @@ TEST_P(IndexerTest, MatchesCpu) {
   cpu::indexerTopK(pool, a, ref.data(), ws);
 
   const int64_t sp = 2;
-  KernelSpec score, select;
-  score.kind = select.kind = KernelKind::IndexerTopK;
-  score.set("s", 0).set("h", s.h).set("d", s.d).set("bf", s.bf16);
-  score.set("sp", sp).setFloat("scale", scale).set("waves", 4);
-  select.set("s", 1).set("k", s.k);
+  IndexerTopKParams scoreParams, selectParams;
+  scoreParams.s = 0;
+  scoreParams.h = s.h;
+  scoreParams.d = s.d;
+  scoreParams.bf = s.bf16;
+  scoreParams.sp = sp;
+  scoreParams.scale = scale;
+  scoreParams.waves = 4;
+  selectParams.s = 1;
+  selectParams.k = s.k;
+  KernelSpec score = makeSpec(scoreParams), select = makeSpec(selectParams);
   ASSERT_EQ(score.validate(), "");
   ASSERT_EQ(select.validate(), "");
   std::vector<float> scores(size_t(tokens() * kCapacity), NAN);

@@ -19,6 +19,7 @@
 
 #include "tools/gpu-interp/KernelInterpreter.h"
 
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/emit/GpuLaunch.h"
 
 #include "runtime/cpu/Dequant.h"
@@ -36,6 +37,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <sstream>
+#include <type_traits>
 
 using namespace kiln;
 using namespace kiln::rocdl;
@@ -46,15 +49,41 @@ namespace {
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-KernelSpec spec(KernelKind kind,
-                std::initializer_list<std::pair<const char *, int64_t>> ints,
-                Chip chip = Chip::Gfx950) {
-  KernelSpec s;
-  s.kind = kind;
-  s.chip = chip;
-  for (auto [name, v] : ints)
-    s.set(name, v);
-  return s;
+/// A parameter value of spec(): an integer, or a float for the params
+/// KernelParams.def declares float.
+struct ParamValue {
+  template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  ParamValue(T v) : i(int64_t(v)) {}
+  ParamValue(double v) : f(float(v)) {}
+  int64_t i = 0;
+  float f = 0.0f;
+};
+
+/// The spec the symbol with these params (in declared order) names, as a
+/// kernel reached from outside the compiler would be built.
+KernelSpec
+spec(KernelKind kind,
+     std::initializer_list<std::pair<const char *, ParamValue>> values,
+     Chip chip = Chip::Gfx950) {
+  std::ostringstream symbol;
+  symbol << "kiln_" << kernelKindName(kind);
+  for (auto [name, v] : values) {
+    const ParamDecl *d = findParam(kind, name);
+    uint32_t bits;
+    std::memcpy(&bits, &v.f, 4);
+    symbol << "_" << name;
+    if (d && d->isFloat)
+      symbol << "X" << std::hex << bits << std::dec;
+    else
+      symbol << v.i;
+  }
+  symbol << "_" << chipInfo(chip).name;
+  std::optional<KernelSpec> s = KernelSpec::fromSymbol(symbol.str());
+  if (!s) {
+    ADD_FAILURE() << "not a kernel symbol: " << symbol.str();
+    return KernelSpec();
+  }
+  return *s;
 }
 
 std::vector<float> randomFloats(size_t n, uint32_t seed, float lo = -4.0f,
@@ -185,8 +214,7 @@ TEST(DataKernel, LayerNorm) {
     std::vector<float> gamma = randomFloats(size_t(c), 6);
     std::vector<float> beta = randomFloats(size_t(c), 7);
     std::vector<float> y(x.size()), expect(x.size());
-    KernelSpec s = spec(KernelKind::LayerNorm, {{"c", c}});
-    s.setFloat("eps", 1e-5f);
+    KernelSpec s = spec(KernelKind::LayerNorm, {{"c", c}, {"eps", 1e-5f}});
     run(s, rows,
         {KernelArg::of(x), KernelArg::of(gamma), KernelArg::of(beta),
          KernelArg::of(y)});
@@ -226,9 +254,10 @@ TEST(DataKernel, UnarySigmoidSiluReluScale) {
     std::vector<float> x = elementwiseInputs(size_t(rows * c), 11);
     for (int op = 0; op < 4; ++op) {
       std::vector<float> y(x.size(), 7.0f), expect(x.size());
-      KernelSpec s = spec(KernelKind::Unary, {{"op", op}, {"c", c}, {"w", w}});
-      if (op == 3)
-        s.setFloat("s", 0.3f);
+      KernelSpec s =
+          op == 3 ? spec(KernelKind::Unary,
+                         {{"op", op}, {"c", c}, {"w", w}, {"s", 0.3f}})
+                  : spec(KernelKind::Unary, {{"op", op}, {"c", c}, {"w", w}});
       run(s, flatGrid(rows * c, w),
           {KernelArg::of(x), KernelArg::of(y), KernelArg::i32(int32_t(rows))});
       switch (op) {
@@ -321,8 +350,7 @@ TEST(DataKernel, Normalize) {
     const int64_t rows = 3;
     std::vector<float> x = randomFloats(size_t(rows * c), 51, 0.0f, 1.0f);
     std::vector<float> y(x.size()), expect(x.size());
-    KernelSpec s = spec(KernelKind::Normalize, {{"c", c}});
-    s.setFloat("eps", 1e-20f);
+    KernelSpec s = spec(KernelKind::Normalize, {{"c", c}, {"eps", 1e-20f}});
     run(s, rows, {KernelArg::of(x), KernelArg::of(y)});
     cpu::normalize(x.data(), rows, c, 1e-20f, expect.data());
     RecordProperty("normalize_max_rel_err_c" + std::to_string(c),
@@ -576,7 +604,8 @@ std::vector<float> runFp8(const KernelSpec &s, const Fp8Weight &w,
   std::vector<float> y(size_t(m * w.n), 5.0f);
   std::vector<uint8_t> q(w.q);
   std::vector<float> scales(w.scales);
-  int64_t mt = s.param("mt"), nt = s.param("nt");
+  Fp8GemmParams p = params<Fp8GemmParams>(s);
+  int64_t mt = p.mt, nt = p.nt;
   std::string error = interp::runKernel(
       s, {(w.n + 16 * nt - 1) / (16 * nt), (m + 16 * mt - 1) / (16 * mt), 1},
       {KernelArg::of(x), KernelArg::of(q), KernelArg::of(scales),
@@ -896,7 +925,8 @@ TEST(DataKernel, SpecsRejectBadParams) {
       "");
   EXPECT_NE(
       spec(KernelKind::Unary, {{"op", 0}, {"c", 10}, {"w", 4}}).validate(), "");
-  EXPECT_NE(spec(KernelKind::Softmax, {{"c", 10}, {"wg", 128}}).validate(), "");
+  // softmax does not declare wg: its workgroup is kRowBlock.
+  EXPECT_FALSE(KernelSpec::fromSymbol("kiln_softmax_c10_wg128_gfx950"));
   EXPECT_EQ(spec(KernelKind::Softmax, {{"c", 10}}).validate(), "");
   // Symbols round-trip.
   KernelSpec s = spec(KernelKind::CopyBlocks, {{"outer", 2},

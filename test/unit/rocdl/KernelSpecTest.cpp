@@ -1,6 +1,7 @@
 //===- KernelSpecTest.cpp - Symbols name their specs, both ways -----------===//
 
 #include "passes/codegen/rocdl/KernelSpec.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/codegen/rocdl/MfmaLayout.h"
 #include "runtime/artifact/ArtifactChecks.h"
 
@@ -52,22 +53,53 @@ TEST(KernelSpec, FixedKindsRoundTrip) {
 }
 
 TEST(KernelSpec, GenericKindsSpellEveryParam) {
-  KernelSpec s;
-  s.kind = KernelKind::MoeGateUp;
-  s.chip = Chip::Gfx950;
-  s.set("e", 256).set("h", 6144).setFloat("scale", -2.5f).set("wg", 64);
+  MoeGateUpParams p;
+  p.e = 256;
+  p.n = 6144;
+  p.k = 2048;
+  p.topk = 8;
+  p.mt = 1;
+  p.nt = 4;
+  p.fmt = 0;
+  p.wg = 64;
+  KernelSpec s = makeSpec(p);
+  // Declared order; waves unset, so not spelled.
   EXPECT_EQ(s.symbol(),
-            "kiln_moe_gate_up_e256_h6144_scaleXc0200000_wg64_gfx950");
+            "kiln_moe_gate_up_e256_n6144_k2048_topk8_mt1_nt4_fmt0_wg64_gfx950");
   KernelSpec back = roundTrip(s);
   EXPECT_EQ(back.kind, KernelKind::MoeGateUp);
-  EXPECT_EQ(back.param("h"), 6144);
-  EXPECT_EQ(back.paramFloat("scale"), -2.5f);
+  MoeGateUpParams q = params<MoeGateUpParams>(back);
+  EXPECT_EQ(q.n, 6144);
+  EXPECT_TRUE(q.wg.isSet());
+  EXPECT_FALSE(q.waves.isSet());
+  EXPECT_EQ(q.waves, 8); // the default
   EXPECT_EQ(back.blockSize(), 64);
+  EXPECT_EQ(back.declaredWavesPerSimd(), 8);
+  // Floats keep their bits.
+  MoeRouteParams r;
+  r.e = r.topk = r.ngroup = r.topkgroup = 1;
+  r.h = 64;
+  r.scale = -2.5f;
+  KernelSpec route = makeSpec(r, Chip::Gfx942);
+  EXPECT_EQ(route.symbol(), "kiln_moe_route_e1_h64_topk1_ngroup1_topkgroup1_"
+                            "norm0_rbf0_scaleXc0200000_gfx942");
+  EXPECT_EQ(params<MoeRouteParams>(roundTrip(route)).scale, -2.5f);
   // A kind whose name is a prefix of another's parses as the longer one.
-  KernelSpec top;
-  top.kind = KernelKind::TopK;
-  top.set("k", 8);
-  EXPECT_EQ(roundTrip(top).kind, KernelKind::TopK);
+  TopKParams top;
+  top.c = 64;
+  top.k = 8;
+  EXPECT_EQ(roundTrip(makeSpec(top)).kind, KernelKind::TopK);
+}
+
+TEST(KernelSpec, EveryGenericKindDeclaresItsParams) {
+  for (size_t i = 0; i < kKernelKindNames.size(); ++i) {
+    KernelKind kind = KernelKind(i);
+    EXPECT_EQ(declaredParams(kind).empty(), !isGenericKind(kind))
+        << kernelKindName(kind);
+  }
+  EXPECT_TRUE(findParam(KernelKind::Fp8Gemm, "wg"));
+  EXPECT_FALSE(findParam(KernelKind::Softmax, "wg"));
+  EXPECT_TRUE(findParam(KernelKind::LayerNorm, "eps")->isFloat);
 }
 
 TEST(KernelSpec, RejectsWhatItDidNotWrite) {
@@ -80,17 +112,50 @@ TEST(KernelSpec, RejectsWhatItDidNotWrite) {
     EXPECT_FALSE(KernelSpec::fromSymbol(bad)) << bad;
 }
 
-TEST(KernelSpec, GenericValidation) {
-  KernelSpec s;
-  s.kind = KernelKind::Softmax;
-  s.set("wg", 100);
-  EXPECT_NE(s.validate().find("workgroup size must be a multiple of 64"),
-            std::string::npos)
-      << s.validate();
-  s.set("wg", 256).set("c", int64_t(1) << 31);
-  EXPECT_NE(s.validate().find("beyond 32-bit indexing"), std::string::npos)
-      << s.validate();
+TEST(KernelSpec, RejectsUndeclaredAndMissingParams) {
+  EXPECT_TRUE(KernelSpec::fromSymbol("kiln_top_k_c64_k8_gfx950"));
+  for (const char *bad : {
+           "kiln_top_k_c64_k8_x1_gfx950",    // x: not a top_k param
+           "kiln_top_k_c64_gfx950",          // k: required, missing
+           "kiln_top_k_k8_c64_gfx950",       // not the declared order
+           "kiln_top_k_c64_k8_k8_gfx950",    // twice
+           "kiln_softmax_c64_wg128_gfx950",  // softmax declares no wg
+           "kiln_layer_norm_c64_eps1_gfx950" // eps is a float
+       })
+    EXPECT_FALSE(KernelSpec::fromSymbol(bad)) << bad;
 }
+
+TEST(KernelSpec, GenericValidation) {
+  Fp8GemmParams p;
+  p.n = 64;
+  p.k = 64;
+  p.mt = p.nt = 1;
+  p.wg = 100;
+  EXPECT_NE(
+      makeSpec(p).validate().find("workgroup size must be a multiple of 64"),
+      std::string::npos)
+      << makeSpec(p).validate();
+  p.wg = 64;
+  p.n = int64_t(1) << 31;
+  EXPECT_NE(makeSpec(p).validate().find("beyond 32-bit indexing"),
+            std::string::npos)
+      << makeSpec(p).validate();
+}
+
+#ifdef NDEBUG
+// Release builds store an undeclared name (debug builds assert at the
+// call); validate() names the kind and the parameter.
+TEST(KernelSpec, ValidateNamesUndeclaredParams) {
+  KernelSpec s = makeSpec(SoftmaxParams{64});
+  KernelSpecParams::setInt(s, "wg", 128);
+  EXPECT_EQ(s.validate(), "softmax: parameter 'wg' is not declared for this "
+                          "kind (KernelParams.def)");
+  KernelSpec norm;
+  norm.kind = KernelKind::LayerNorm;
+  KernelSpecParams::setInt(norm, "c", 64);
+  EXPECT_EQ(norm.validate(), "layer_norm: parameter eps is missing");
+}
+#endif
 
 // The artifact checker's size formula for Mxfp4Gpu copies is the layout's.
 TEST(KernelSpec, GpuCopySizesAreTheLayouts) {
