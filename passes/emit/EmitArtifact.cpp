@@ -15,6 +15,7 @@
 #include "runtime/artifact/ArtifactWriter.h"
 #include "runtime/artifact/PlanTable.h"
 #include "runtime/artifact/TokenizerTable.h"
+#include "support/abi/Signature.h"
 #include "support/tokenizer/TokenizerData.h"
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,26 @@ Result<std::string> readText(const std::string &path) {
 }
 
 fb::DType weightDtype(const StreamedWeight &w) { return w.dtype; }
+
+/// Marks the Dense weights that only `MatWeight` arguments (Kernels.td)
+/// read: they are stored in the CPU matmul's row panels.
+void markPanelWeights(ProgramSpec &program) {
+  std::vector<bool> used(program.weights.size(), false),
+      matmulOnly(program.weights.size(), true);
+  for (const PlanSpec &p : program.plans)
+    for (const DispatchSpec &d : p.dispatches)
+      for (size_t i = 0; i < d.args.size(); ++i) {
+        if (d.args[i].kind != ArgKind::Weight)
+          continue;
+        const abi::ArgDecl *decl = abi::argDeclAt(d.kernel, i, d.args.size());
+        used[d.args[i].index] = true;
+        if (!decl || !decl->panels)
+          matmulOnly[d.args[i].index] = false;
+      }
+  for (size_t w = 0; w < program.weights.size(); ++w)
+    program.weights[w].panels = used[w] && matmulOnly[w] &&
+                                program.weights[w].kind == WeightKind::Dense;
+}
 
 /// tokenizer_config.json's chat_template, verbatim; empty when absent.
 std::string readChatTemplate(const std::string &path) {
@@ -154,6 +175,10 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   KILN_ASSIGN_OR_RETURN(TokenizerData tokenizer,
                         parseTokenizerJson(dir + "/tokenizer.json"));
   std::string chatTemplate = readChatTemplate(dir + "/tokenizer_config.json");
+
+  // Row panels are the CPU matmul's layout: GPU kernels read Dense rows.
+  if (options.weightPanels && chips.empty())
+    markPanelWeights(program);
 
   KILN_ASSIGN_OR_RETURN(auto writer,
                         artifact::ArtifactWriter::create(options.outputPath,

@@ -32,6 +32,9 @@ struct CompileOptions {
   /// With cpu among the targets: compile the host kernels into an x86-64
   /// shared object (passes/emit/HostKernels.h).
   bool hostKernels = true;
+  /// CPU-only artifacts: store the BF16 matrices only matmuls read in row
+  /// panels (support/WeightPanels.h); kiln-compile --no-weight-panels.
+  bool weightPanels = true;
   /// Several ranks: this artifact is rank `rank` of `ranks`, of which
   /// `tensorParallel` form each tensor-parallel group (the module already
   /// partitioned: kiln-partition-experts, kiln-partition-tensor).

@@ -46,6 +46,9 @@ struct WeightSpec {
   int64_t firstExpert = 0;         // the stack holds experts from this one
   int64_t sliceAxis = -1;          // 0 rows, 1 columns of each matrix: the
   int64_t sliceFirst = 0;          // source's [first, first + shape[axis])
+  /// Store a BF16 matrix in the CPU matmul's row panels (DensePanel4) where
+  /// its shape allows: set for weights that only `MatWeight` arguments read.
+  bool panels = false;
 };
 
 // The plan level's structs, shared with the runtime's tests (one

@@ -5,6 +5,7 @@
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
 #include "passes/emit/Mxfp4Quantize.h"
 #include "support/FloatFormats.h"
+#include "support/WeightPanels.h"
 
 #include <chrono>
 #include <cstring>
@@ -161,6 +162,22 @@ private:
     }
     return Status::ok();
   }
+  /// Appends a [rows, cols] piece in row panels (support/WeightPanels.h),
+  /// one panel of rows at a time.
+  Status copyPanels(const Piece &p, int64_t rows, int64_t cols) {
+    const TensorView &t = p.view;
+    const size_t es = dtypeSize(t.dtype);
+    const size_t panelBytes = size_t(kPanelRows * cols) * es;
+    std::vector<uint8_t> panel(panelBytes);
+    for (int64_t n = 0; n < rows; n += kPanelRows) {
+      const uint8_t *src = t.data + size_t(n * cols) * es;
+      packPanels(src, panel.data(), kPanelRows, cols, es);
+      KILN_RETURN_IF_ERROR(writer_.append(panel.data(), panelBytes));
+      if (p.mapped())
+        source_.release(src, panelBytes);
+    }
+    return Status::ok();
+  }
   Status copyAsF32(const Piece &p) {
     const TensorView &t = p.view;
     size_t size = dtypeSize(t.dtype);
@@ -205,6 +222,10 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
                                              : fb::DType::F16;
   std::vector<int64_t> shape = matrixShape(spec);
   int64_t count = std::max<int64_t>(spec.experts, 1);
+  const bool panels = spec.panels && out.dtype == fb::DType::BF16 &&
+                      shape.size() == 2 && panelable(shape[0], shape[1]);
+  if (panels)
+    out.layout = fb::WeightLayout::DensePanel4;
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
     KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
@@ -214,7 +235,9 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
     bool same = (t->dtype == Dtype::BF16 && out.dtype == fb::DType::BF16) ||
                 (t->dtype == Dtype::F16 && out.dtype == fb::DType::F16) ||
                 (t->dtype == Dtype::F32 && out.dtype == fb::DType::F32);
-    if (same) {
+    if (same && panels) {
+      KILN_RETURN_IF_ERROR(copyPanels(p, shape[0], shape[1]));
+    } else if (same) {
       KILN_RETURN_IF_ERROR(copy(p));
     } else if (out.dtype == fb::DType::F32) {
       KILN_RETURN_IF_ERROR(copyAsF32(p));

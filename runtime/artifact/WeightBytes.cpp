@@ -1,6 +1,7 @@
 //===- WeightBytes.cpp - Sizes a weight's segments must have --------------===//
 
 #include "runtime/artifact/ArtifactChecks.h"
+#include "support/WeightPanels.h"
 
 #include <sstream>
 
@@ -48,6 +49,7 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
     return makeError(StatusCode::InvalidArgument, what, ": dtype ",
                      static_cast<int>(dtype), " is not a known DType");
   if (layout != fb::WeightLayout::Dense &&
+      layout != fb::WeightLayout::DensePanel4 &&
       layout != fb::WeightLayout::Fp8Block128 &&
       layout != fb::WeightLayout::Mxfp4)
     return makeError(StatusCode::InvalidArgument, what, ": layout ",
@@ -78,6 +80,20 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
                      ": F4E2M1 packs two elements per byte along it");
 
   if (layout == fb::WeightLayout::Dense) {
+    out.data = out.elements * bits / 8;
+    return out;
+  }
+  if (layout == fb::WeightLayout::DensePanel4) {
+    if (dtype != fb::DType::BF16)
+      return makeError(StatusCode::InvalidArgument, what, ": layout ",
+                       layoutName, " needs dtype BF16, found ", dtypeName);
+    if (rank < 2 || !panelable(shape[rank - 2], shape[rank - 1]))
+      return makeError(StatusCode::InvalidArgument, what, ": layout ",
+                       layoutName,
+                       " needs a shape [.., N, K] with N a multiple "
+                       "of ",
+                       kPanelRows, " and K of ", kPanelCols, ", found ",
+                       formatShape(shape, rank));
     out.data = out.elements * bits / 8;
     return out;
   }

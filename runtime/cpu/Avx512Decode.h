@@ -71,31 +71,43 @@ KILN_AVX512_INLINE __m512 bf16x16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-struct DecBF16 {
-  static constexpr int kGemvRows = 8;
-  static constexpr bool kPrefetch = true;
+/// BF16 rows, one after another (P = 1) or in row panels of P rows
+/// (support/WeightPanels.h: a GEMV group of P rows reads one stream).
+template <int P> struct DecBF16Rows {
+  static constexpr int kGemvRows = P == 1 ? 8 : P;
+  static constexpr bool kPrefetch = P == 1;
   static constexpr bool kPacked = false;
   const WeightView &w;
   struct Row {
     const uint16_t *p;
+    /// Elements [k, k + 16) start here (k a multiple of 16).
+    KILN_AVX512_INLINE const uint16_t *at(int64_t k) const {
+      if constexpr (P == 1)
+        return p + k;
+      else
+        return p + (k / kPanelCols) * kPanelCols * P + k % kPanelCols;
+    }
     KILN_AVX512_INLINE __m512 load16(int64_t k) const {
       return bf16x16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + k)));
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(at(k))));
     }
     KILN_AVX512_INLINE void load32(int64_t k, __m512 &a, __m512 &b) const {
       a = load16(k);
       b = load16(k + 16);
     }
     KILN_AVX512_INLINE __m512 load16Masked(int64_t k, __mmask16 m) const {
-      return bf16x16(_mm256_maskz_loadu_epi16(m, p + k));
+      return bf16x16(_mm256_maskz_loadu_epi16(m, at(k)));
     }
   };
   Row row(int64_t n) const {
-    return {static_cast<const uint16_t *>(w.data) + n * w.cols};
+    return {static_cast<const uint16_t *>(w.data) +
+            panelOffset(n, 0, w.cols, P)};
   }
   const void *rowBytes(int64_t n) const { return row(n).p; }
   static constexpr int64_t bytesPer32() { return 64; }
 };
+using DecBF16 = DecBF16Rows<1>;
+using DecBF16Panels = DecBF16Rows<kPanelRows>;
 
 struct DecF16 {
   static constexpr int kGemvRows = 8;

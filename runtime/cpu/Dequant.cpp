@@ -15,6 +15,15 @@ void kiln::cpu::dequantizeRow(const WeightView &w, int64_t row, float *out) {
     return;
   }
   case WeightFormat::BF16: {
+    if (w.panelRows != 1) {
+      const uint16_t *base = static_cast<const uint16_t *>(w.data);
+      for (int64_t c = 0; c < k; c += kPanelCols) {
+        const uint16_t *src = base + panelOffset(row, c, k, w.panelRows);
+        for (int64_t i = 0; i < kPanelCols; ++i)
+          out[c + i] = bf16ToFloat(src[i]);
+      }
+      return;
+    }
     const uint16_t *src = static_cast<const uint16_t *>(w.data) + row * k;
     for (int64_t i = 0; i < k; ++i)
       out[i] = bf16ToFloat(src[i]);

@@ -315,6 +315,8 @@ void kiln::cpu::matmulRowsAvx512(const MatmulRows &io, const WeightView &w,
   case WeightFormat::F32:
     return run(DecF32{w}, io, nBegin, nEnd);
   case WeightFormat::BF16:
+    if (w.panelRows == kPanelRows)
+      return run(DecBF16Panels{w}, io, nBegin, nEnd);
     return run(DecBF16{w}, io, nBegin, nEnd);
   case WeightFormat::F16:
     return run(DecF16{w}, io, nBegin, nEnd);

@@ -9,6 +9,7 @@
 #define KILN_RUNTIME_CPU_TYPES_H
 
 #include "support/FloatFormats.h"
+#include "support/WeightPanels.h"
 
 #include <cstdint>
 #include <cstring>
@@ -39,6 +40,10 @@ struct WeightView {
   int64_t count = 1;
   int64_t dataStride = 0;
   int64_t scaleStride = 0;
+  /// 1: rows one after another. kPanelRows (BF16 only): row panels, the
+  /// artifact's DensePanel4 (support/WeightPanels.h); element (n, k) of a
+  /// matrix is at panelOffset(n, k, cols, panelRows).
+  int64_t panelRows = 1;
 
   /// Matrix `e` of a stack.
   WeightView expert(int64_t e) const {

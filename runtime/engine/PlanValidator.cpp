@@ -181,6 +181,11 @@ private:
     const BoundWeight &w = weights_[arg(i).index()];
     if (!w.unsupported.empty())
       return fail(argLabel(i), ": weight '", w.name, "' ", w.unsupported);
+    const abi::ArgDecl *decl = abi::argDeclAt(step_.kernel, i, args());
+    if (w.view.panelRows != 1 && !(decl && decl->panels))
+      return fail(argLabel(i), ": weight '", w.name,
+                  "' is stored in row panels (DensePanel4), which only "
+                  "matmul arguments read");
     return &w;
   }
   Result<const BoundWeight *> matrix(size_t i) const {

@@ -3,6 +3,7 @@
 #include "runtime/engine/Weights.h"
 
 #include "runtime/cpu/Dequant.h"
+#include "support/WeightPanels.h"
 
 #include <sstream>
 
@@ -58,6 +59,12 @@ void bindWeight(const artifact::Artifact &artifact, uint32_t index,
       return reject("the CPU runtime reads Dense weights as F32, BF16 or F16");
     }
     break;
+  case fb::WeightLayout::DensePanel4:
+    if (w.dtype() != fb::DType::BF16)
+      return reject("the CPU runtime reads DensePanel4 weights as BF16");
+    format = cpu::WeightFormat::BF16;
+    elemBytesNum = 2;
+    break;
   case fb::WeightLayout::Fp8Block128:
     format = cpu::WeightFormat::FP8;
     elemBytesNum = 1;
@@ -102,6 +109,11 @@ void bindWeight(const artifact::Artifact &artifact, uint32_t index,
   v.cols = k;
   v.count = count;
   v.dataStride = n * k * elemBytesNum / elemBytesDen;
+  if (w.layout() == fb::WeightLayout::DensePanel4) {
+    if (!panelable(n, k))
+      return reject("row panels need N a multiple of 4 and K of 32");
+    v.panelRows = kPanelRows;
+  }
   if (format == cpu::WeightFormat::FP8)
     v.scaleStride = ceilDiv(n, 128) * ceilDiv(k, 128) * int64_t(sizeof(float));
   else if (format == cpu::WeightFormat::MXFP4)

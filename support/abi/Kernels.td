@@ -37,12 +37,19 @@ class Arg<string n, string k, string t> {
   bit optional = 0; // may be None
   bit output = 0;   // written by the kernel
   bit variadic = 0; // one or more arguments
+  bit panels = 0;   // a weight also read in the CPU row-panel layout
 }
 class Buf<string n, string t = "f32"> : Arg<n, "B", t>;
 class OptBuf<string n, string t = "f32"> : Arg<n, "B", t> { let optional = 1; }
 class Out<string n, string t = "f32"> : Arg<n, "B", t> { let output = 1; }
 class Weight<string n> : Arg<n, "W", "any">;
 class OptWeight<string n> : Arg<n, "W", "any"> { let optional = 1; }
+// A matrix the kernel reads as the right operand of a matmul, row by row
+// from any layout the CPU matmul reads, the row panels (DensePanel4)
+// included: the compiler stores a Dense weight in panels when every
+// argument it is bound to says so.
+class MatWeight<string n> : Weight<n> { let panels = 1; }
+class OptMatWeight<string n> : OptWeight<n> { let panels = 1; }
 class Cache<string n> : Arg<n, "C", "any">;
 // A buffer or a vector weight (broadcast along the rows).
 class BufOrWeight<string n> : Arg<n, "BW", "f32">;
@@ -114,7 +121,7 @@ def LayerNorm : Kernel<"layer_norm",
     [Buf<"x">, Weight<"weight">, Weight<"bias">, Out<"out">], [F32<"eps">]> {
   let rows = [Like<"x", "out">];
 }
-def Matmul : Kernel<"matmul", [Buf<"x">, Weight<"weight">, Out<"out">]> {
+def Matmul : Kernel<"matmul", [Buf<"x">, MatWeight<"weight">, Out<"out">]> {
   let rows = [SameRows<"x", "out">];
   let summary = "out = x weight^T, the weight in any stored layout";
   let inPlace = 0;
@@ -209,9 +216,9 @@ def GqaAttention : Kernel<"gqa_attention",
   let inPlace = 0;
 }
 def Moe : Kernel<"moe",
-    [Buf<"x">, Weight<"router">, Weight<"bias">, Weight<"gate">, Weight<"up">,
-     Weight<"down">, OptWeight<"shared_gate">, OptWeight<"shared_up">,
-     OptWeight<"shared_down">, Out<"out">],
+    [Buf<"x">, Weight<"router">, Weight<"bias">, MatWeight<"gate">,
+     MatWeight<"up">, MatWeight<"down">, OptMatWeight<"shared_gate">,
+     OptMatWeight<"shared_up">, OptMatWeight<"shared_down">, Out<"out">],
     [I64<"top_k">, I64<"n_group">, I64<"topk_group">, Bool<"norm_topk_prob">,
      I64<"block_size", "rows per expert block of the routed GEMMs">,
      F32<"scale", "routed_scaling_factor">,

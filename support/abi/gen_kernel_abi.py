@@ -67,6 +67,7 @@ def load(path):
                 "optional": bool(a["optional"]),
                 "output": bool(a["output"]),
                 "variadic": bool(a["variadic"]),
+                "panels": bool(a["panels"]),
             } for a in args],
             "params": [{
                 "name": p["name"],
@@ -189,6 +190,9 @@ struct ArgDecl {
   ArgType type;
   int8_t like; // argument index when type == Like, else -1
   bool optional, output, variadic;
+  /// A weight the kernel also reads in the CPU row-panel layout
+  /// (WeightLayout DensePanel4: runtime/cpu/Types.h, WeightView::panelRows).
+  bool panels;
 };
 enum class ParamType : uint8_t { I64, F32, Bool };
 struct ParamDecl {
@@ -274,9 +278,10 @@ struct KernelDecl {
                 atype, like = "ArgType::Like", names.index(a["dtype"][5:])
             else:
                 atype, like = "ArgType::" + ARG_TYPES[a["dtype"]], -1
-            out.append("    {%s, %s, %s, %d, %s, %s, %s}," % (
+            out.append("    {%s, %s, %s, %d, %s, %s, %s, %s}," % (
                 c_string(a["name"]), kinds, atype, like,
-                bool_str(a["optional"]), bool_str(a["output"]), bool_str(a["variadic"])))
+                bool_str(a["optional"]), bool_str(a["output"]), bool_str(a["variadic"]),
+                bool_str(a["panels"])))
         out.append("};")
         if k["rules"]:
             out.append("inline constexpr RowRuleDecl k%sRules[] = {" % k["def"])

@@ -75,6 +75,12 @@ static cl::opt<std::string> cacheType("kv-cache-type",
 static cl::opt<std::string> targets("target",
                                     cl::desc("Targets: cpu, gfx950, gfx942"),
                                     cl::init("cpu"), cl::cat(category));
+static cl::opt<bool> noWeightPanels(
+    "no-weight-panels",
+    cl::desc("Store every BF16 matrix row-major, also those only the CPU "
+             "matmul reads (by default they are stored in row panels of 4, "
+             "which the matmul streams faster; the values are the same)"),
+    cl::cat(category));
 static cl::opt<bool> noHostKernels(
     "no-host-kernels",
     cl::desc("Do not compile the x86-64 host kernels (the runtime's built-in "
@@ -232,6 +238,7 @@ int main(int argc, char **argv) {
     options.maxFileBytes = maxFileBytes;
     options.specDefault = specDefault;
     options.hostKernels = !noHostKernels;
+    options.weightPanels = !noWeightPanels;
     options.ranks = ranks;
     options.tensorParallel = tensorParallel;
     options.attentionDataParallel = dpAttention;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/artifact/Artifact.h"
+#include "runtime/artifact/ArtifactChecks.h"
 #include "test/unit/Fixtures.h"
 #include "test/unit/artifact/SampleArtifact.h"
 #include "test/unit/artifact/TestFiles.h"
@@ -383,6 +384,32 @@ TEST_F(ArtifactReject, GpuCopyWithTheWrongLayout) {
   expectRejected(StatusCode::InvalidArgument,
                  {"a GPU copy needs an Mxfp4 weight with gpu_layout Mxfp4Gpu",
                   "gpu_layout Mxfp4"});
+}
+
+TEST(WeightBytes, RowPanelsAreBF16MatricesOfWholePanels) {
+  const int64_t ok[] = {3, 8, 64}, rows6[] = {6, 64}, cols48[] = {8, 48},
+                vec[] = {64};
+  auto bytes = expectedWeightBytes(fb::WeightLayout::DensePanel4,
+                                   fb::DType::BF16, ok, 3, "w");
+  ASSERT_TRUE(bytes.isOk()) << bytes.status().toString();
+  EXPECT_EQ(bytes->data, uint64_t(3 * 8 * 64 * 2));
+  EXPECT_EQ(bytes->scales, 0u);
+  auto f32 = expectedWeightBytes(fb::WeightLayout::DensePanel4, fb::DType::F32,
+                                 ok, 3, "w");
+  ASSERT_FALSE(f32.isOk());
+  EXPECT_NE(f32.status().message().find(
+                "w: layout DensePanel4 needs dtype BF16, found F32"),
+            std::string::npos)
+      << f32.status().toString();
+  for (auto [shape, rank] :
+       {std::pair<const int64_t *, size_t>{rows6, 2}, {cols48, 2}, {vec, 1}}) {
+    auto bad = expectedWeightBytes(fb::WeightLayout::DensePanel4,
+                                   fb::DType::BF16, shape, rank, "w");
+    ASSERT_FALSE(bad.isOk());
+    EXPECT_NE(bad.status().message().find("N a multiple of 4 and K of 32"),
+              std::string::npos)
+        << bad.status().toString();
+  }
 }
 
 } // namespace

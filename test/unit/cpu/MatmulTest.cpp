@@ -242,6 +242,62 @@ TEST(Matmul, RowsIndexedAndAccumulated) {
   }
 }
 
+/// The matrices of `w` repacked into row panels (support/WeightPanels.h).
+TestWeight inPanels(const TestWeight &w) {
+  TestWeight p = w;
+  for (int64_t e = 0; e < w.view.count; ++e)
+    kiln::packPanels(w.data.data() + e * w.view.dataStride,
+                     p.data.data() + e * w.view.dataStride, w.view.rows,
+                     w.view.cols, 2);
+  p.view.data = p.data.data();
+  p.view.panelRows = kiln::kPanelRows;
+  return p;
+}
+
+TEST(Matmul, BF16RowPanelsGiveTheRowMajorBits) {
+  // Same values, another layout: every path, thread count, batch size and
+  // row range gives the bits of the row-major matrix, and dequantizeRow()
+  // reads the same rows.
+  ThreadPool one(1), two(2);
+  std::mt19937 rng(77);
+  for (Shape s : std::vector<Shape>{{4, 32}, {40, 96}, {68, 544}, {128, 64}}) {
+    TestWeight rows = randomWeight(rng, WeightFormat::BF16, s.n, s.k, 2);
+    TestWeight panels = inPanels(rows);
+    if (s.k > kiln::kPanelCols) // one 32-column chunk: the same bytes
+      ASSERT_NE(rows.data, panels.data) << "the layouts must differ";
+    for (int64_t e = 0; e < 2; ++e) {
+      std::string what = "N=" + std::to_string(s.n) +
+                         " K=" + std::to_string(s.k) +
+                         " e=" + std::to_string(e);
+      EXPECT_TRUE(sameBits(rows.dequantized(e), panels.dequantized(e))) << what;
+      for (int64_t T : {1, 2, 3, 4, 5, 70}) {
+        std::vector<float> x = randomFloats(rng, T * s.k);
+        const WeightView rm = rows.view.expert(e), pm = panels.view.expert(e);
+        std::vector<float> want = run(one, x, T, rm);
+        std::string at = what + " T=" + std::to_string(T);
+        EXPECT_TRUE(sameBits(want, run(one, x, T, pm))) << at;
+        EXPECT_TRUE(sameBits(want, run(two, x, T, pm))) << at << " threads";
+        {
+          ScalarScope scalar;
+          EXPECT_TRUE(sameBits(want, run(two, x, T, pm))) << at << " scalar";
+        }
+        // A row range that starts inside a panel.
+        std::vector<float> y(size_t(T * s.n), 0.0f);
+        MatmulRows io;
+        io.x = x.data();
+        io.xStride = s.k;
+        io.y = y.data();
+        io.yStride = s.n;
+        io.tokens = T;
+        matmulRows(io, pm, 1, s.n - 1);
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t n = 1; n < s.n - 1; ++n)
+            ASSERT_EQ(y[t * s.n + n], want[t * s.n + n]) << at << " n=" << n;
+      }
+    }
+  }
+}
+
 TEST(Matmul, ZeroTokensAndEmptyK) {
   ThreadPool pool(2);
   std::mt19937 rng(5);

@@ -4,6 +4,7 @@
 #include "test/unit/engine/TinyArtifact.h"
 
 #include "runtime/cpu/Dequant.h"
+#include "support/WeightPanels.h"
 
 #include <gtest/gtest.h>
 
@@ -177,17 +178,10 @@ TEST(ModelTest, RejectsBadRequestData) {
   EXPECT_NE(out.status().message().find("no plan 'decode'"), std::string::npos);
 }
 
-TEST(ModelTest, WeightsInEveryFormatBind) {
-  // lm_head as MXFP4 with every element 1.0 (code 2, scale 2^0): the logits
-  // are the sum of the normalized hidden state, for every vocab row.
+/// simpleModel() with a hidden state 32 wide (a block of MXFP4, a chunk of
+/// row panels): the first 8 values normalized, the rest weighted 0.
+TinyModel wideModel() {
   TinyModel m = simpleModel();
-  TinyWeight &head = m.weights[kLmHead];
-  head.layout = fb::WeightLayout::Mxfp4;
-  head.dtype = fb::DType::F4E2M1;
-  head.shape = {16, 32};
-  head.data.assign(16 * 32 / 2, 0x22);
-  head.scales.assign(16 * 32 / 32, 127);
-  // The hidden state is 8 wide: pad it to 32 with a zero-weight norm.
   m.hidden = 32;
   m.weights[kEmbed] = f32Weight("embed", {16, 32}, pseudoRandom(16 * 32, 1));
   std::vector<float> norm(32, 0.0f);
@@ -197,6 +191,41 @@ TEST(ModelTest, WeightsInEveryFormatBind) {
   for (BufferSpec &b : m.plans[0].buffers)
     if (!b.rowShape.empty() && b.rowShape[0] == 8)
       b.rowShape = {32};
+  return m;
+}
+
+/// A BF16 weight [rows, cols] of pseudo-random values, row-major or in row
+/// panels (support/WeightPanels.h).
+TinyWeight bf16Weight(const std::string &name, int64_t rows, int64_t cols,
+                      bool panels) {
+  std::vector<float> v = pseudoRandom(size_t(rows * cols), 9);
+  std::vector<uint8_t> bytes(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h = floatToBf16(v[i]);
+    std::memcpy(&bytes[2 * i], &h, 2);
+  }
+  TinyWeight w;
+  w.name = name;
+  w.dtype = fb::DType::BF16;
+  w.shape = {rows, cols};
+  w.data = bytes;
+  if (panels) {
+    w.layout = fb::WeightLayout::DensePanel4;
+    packPanels(bytes.data(), w.data.data(), rows, cols, 2);
+  }
+  return w;
+}
+
+TEST(ModelTest, WeightsInEveryFormatBind) {
+  // lm_head as MXFP4 with every element 1.0 (code 2, scale 2^0): the logits
+  // are the sum of the normalized hidden state, for every vocab row.
+  TinyModel m = wideModel();
+  TinyWeight &head = m.weights[kLmHead];
+  head.layout = fb::WeightLayout::Mxfp4;
+  head.dtype = fb::DType::F4E2M1;
+  head.shape = {16, 32};
+  head.data.assign(16 * 32 / 2, 0x22);
+  head.scales.assign(16 * 32 / 32, 127);
   auto model = loadOrDie(m);
   ASSERT_TRUE(model);
   Call c = prompt({5});
@@ -211,6 +240,35 @@ TEST(ModelTest, WeightsInEveryFormatBind) {
     sum += e[i] * r;
   for (int v = 0; v < 16; ++v)
     EXPECT_NEAR(out->logits[v], sum, 1e-5);
+}
+
+TEST(ModelTest, RowPanelsGiveTheLogitsOfRowMajorAndOnlyMatmulsReadThem) {
+  // A 64-wide hidden state: lm_head [16, 64] BF16 stored row-major, then in
+  // row panels, gives the same bits.
+  std::vector<std::vector<float>> logits;
+  for (bool panels : {false, true}) {
+    TinyModel m = wideModel();
+    m.hidden = 64;
+    m.weights[kEmbed] = f32Weight("embed", {16, 64}, pseudoRandom(16 * 64, 1));
+    m.weights[kNorm] = f32Weight("norm", {64}, pseudoRandom(64, 2));
+    for (BufferSpec &b : m.plans[0].buffers)
+      if (!b.rowShape.empty() && b.rowShape[0] == 32)
+        b.rowShape = {64};
+    m.weights[kLmHead] = bf16Weight("lm_head", 16, 64, panels);
+    auto model = loadOrDie(m);
+    ASSERT_TRUE(model);
+    auto out = model->run("prefill", prompt({5, 3}).inputs());
+    ASSERT_TRUE(out.isOk()) << out.status().toString();
+    logits.emplace_back(out->logits, out->logits + 16);
+  }
+  EXPECT_EQ(logits[0], logits[1]);
+  // The embedding reads rows itself: row panels there are refused, by name.
+  TinyModel m = wideModel();
+  m.weights[kEmbed] = bf16Weight("embed", 16, 32, /*panels=*/true);
+  Status s = loadError(m);
+  EXPECT_NE(s.message().find("weight 'embed' is stored in row panels"),
+            std::string::npos)
+      << s.toString();
 }
 
 TEST(ModelTest, BindsExpertStacksAndRank1Upcasts) {
