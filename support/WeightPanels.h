@@ -1,12 +1,13 @@
-//===- WeightPanels.h - The CPU matmul's row-panel weight layout -*- C++
-//-*-===//
+//===- WeightPanels.h - The CPU matmul's row-panel layout -------*- C++ -*-===//
 //
-// WeightLayout DensePanel4 (runtime/artifact/kiln_artifact.fbs): a BF16
-// matrix [N, K] stored in panels of kPanelRows rows, each panel as K / 32
-// chunks of [kPanelRows rows x 32 columns], row after row inside a chunk.
+// WeightLayouts DensePanel4 and Mxfp4Panel4 (runtime/artifact/
+// kiln_artifact.fbs): a BF16 matrix [N, K] stored in panels of kPanelRows
+// rows, each panel as K / 32 chunks of [kPanelRows rows x 32 columns], row
+// after row inside a chunk; an MXFP4 matrix the same way, its packed values
+// (16 bytes a chunk) and its E8M0 scales (1 byte a chunk) each.
 // A GEMV over one panel then reads one contiguous stream instead of four
-// rows a page apart (measured on a Zen 5 guest: +20% on one thread, +28% on
-// two, bench/RESULTS.md 2026-12-05). The values and the order in which the
+// rows a page apart, which the hardware prefetchers follow better
+// (bench/RESULTS.md, 2026-12-05). The values and the order in which the
 // matmul adds them are those of the row-major matrix, so results do not
 // change. The compiler writes it (passes/emit/WeightStreamer.cpp) for
 // weights read only by kernel arguments declared `MatWeight`
@@ -31,25 +32,31 @@ inline bool panelable(int64_t rows, int64_t cols) {
          cols % kPanelCols == 0;
 }
 
-/// Element offset of (n, k) in a matrix with K columns stored in panels of
-/// `panelRows` rows (1: row-major, n * K + k).
-inline int64_t panelOffset(int64_t n, int64_t k, int64_t K, int64_t panelRows) {
+/// Offset in units of (n, k) in a matrix of K units per row stored in
+/// panels of `panelRows` rows, each panel as chunks of `chunk` units per row
+/// (1 panel row: row-major, n * K + k). A unit is an element for BF16 (32 a
+/// chunk), a byte of two E2M1 values for MXFP4 (16 a chunk) and an E8M0
+/// scale (1 a chunk): a chunk holds 32 values either way.
+inline int64_t panelOffset(int64_t n, int64_t k, int64_t K, int64_t panelRows,
+                           int64_t chunk = kPanelCols) {
   if (panelRows == 1)
     return n * K + k;
-  return (n / panelRows) * panelRows * K +
-         (k / kPanelCols) * kPanelCols * panelRows +
-         (n % panelRows) * kPanelCols + k % kPanelCols;
+  return (n / panelRows) * panelRows * K + (k / chunk) * chunk * panelRows +
+         (n % panelRows) * chunk + k % chunk;
 }
 
-/// Writes the row-major matrix `src` [rows, cols] of `elemBytes`-byte
-/// elements to `dst` in panels of kPanelRows rows (panelable() must hold).
+/// Writes the row-major matrix `src` [rows, K units of `unitBytes`] to
+/// `dst` in panels of kPanelRows rows with `chunk` units per chunk (rows a
+/// multiple of kPanelRows, K of chunk).
 inline void packPanels(const uint8_t *src, uint8_t *dst, int64_t rows,
-                       int64_t cols, size_t elemBytes) {
-  const size_t chunk = size_t(kPanelCols) * elemBytes;
+                       int64_t K, size_t unitBytes,
+                       int64_t chunk = kPanelCols) {
+  const size_t bytes = size_t(chunk) * unitBytes;
   for (int64_t n = 0; n < rows; ++n)
-    for (int64_t k = 0; k < cols; k += kPanelCols)
-      std::memcpy(dst + size_t(panelOffset(n, k, cols, kPanelRows)) * elemBytes,
-                  src + size_t(n * cols + k) * elemBytes, chunk);
+    for (int64_t k = 0; k < K; k += chunk)
+      std::memcpy(dst + size_t(panelOffset(n, k, K, kPanelRows, chunk)) *
+                            unitBytes,
+                  src + size_t(n * K + k) * unitBytes, bytes);
 }
 
 } // namespace kiln

@@ -41,8 +41,8 @@ Result<std::string> readText(const std::string &path) {
 
 fb::DType weightDtype(const StreamedWeight &w) { return w.dtype; }
 
-/// Marks the Dense weights that only `MatWeight` arguments (Kernels.td)
-/// read: they are stored in the CPU matmul's row panels.
+/// Marks the BF16 and MXFP4 weights that only `MatWeight` arguments
+/// (Kernels.td) read: they are stored in the CPU matmul's row panels.
 void markPanelWeights(ProgramSpec &program) {
   std::vector<bool> used(program.weights.size(), false),
       matmulOnly(program.weights.size(), true);
@@ -58,7 +58,7 @@ void markPanelWeights(ProgramSpec &program) {
       }
   for (size_t w = 0; w < program.weights.size(); ++w)
     program.weights[w].panels = used[w] && matmulOnly[w] &&
-                                program.weights[w].kind == WeightKind::Dense;
+                                program.weights[w].kind != WeightKind::Fp8Block;
 }
 
 /// tokenizer_config.json's chat_template, verbatim; empty when absent.

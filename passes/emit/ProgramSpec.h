@@ -46,8 +46,9 @@ struct WeightSpec {
   int64_t firstExpert = 0;         // the stack holds experts from this one
   int64_t sliceAxis = -1;          // 0 rows, 1 columns of each matrix: the
   int64_t sliceFirst = 0;          // source's [first, first + shape[axis])
-  /// Store a BF16 matrix in the CPU matmul's row panels (DensePanel4) where
-  /// its shape allows: set for weights that only `MatWeight` arguments read.
+  /// Store a BF16 or MXFP4 matrix in the CPU matmul's row panels
+  /// (DensePanel4, Mxfp4Panel4) where its shape allows: set for weights
+  /// that only `MatWeight` arguments read.
   bool panels = false;
 };
 

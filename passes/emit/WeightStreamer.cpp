@@ -162,16 +162,16 @@ private:
     }
     return Status::ok();
   }
-  /// Appends a [rows, cols] piece in row panels (support/WeightPanels.h),
-  /// one panel of rows at a time.
-  Status copyPanels(const Piece &p, int64_t rows, int64_t cols) {
+  /// Appends a piece of `rows` rows of K units in row panels with `chunk`
+  /// units a chunk (support/WeightPanels.h), one panel of rows at a time.
+  Status copyPanels(const Piece &p, int64_t rows, int64_t K, int64_t chunk) {
     const TensorView &t = p.view;
-    const size_t es = dtypeSize(t.dtype);
-    const size_t panelBytes = size_t(kPanelRows * cols) * es;
+    const size_t unit = dtypeSize(t.dtype);
+    const size_t panelBytes = size_t(kPanelRows * K) * unit;
     std::vector<uint8_t> panel(panelBytes);
     for (int64_t n = 0; n < rows; n += kPanelRows) {
-      const uint8_t *src = t.data + size_t(n * cols) * es;
-      packPanels(src, panel.data(), kPanelRows, cols, es);
+      const uint8_t *src = t.data + size_t(n * K) * unit;
+      packPanels(src, panel.data(), kPanelRows, K, unit, chunk);
       KILN_RETURN_IF_ERROR(writer_.append(panel.data(), panelBytes));
       if (p.mapped())
         source_.release(src, panelBytes);
@@ -236,7 +236,7 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
                 (t->dtype == Dtype::F16 && out.dtype == fb::DType::F16) ||
                 (t->dtype == Dtype::F32 && out.dtype == fb::DType::F32);
     if (same && panels) {
-      KILN_RETURN_IF_ERROR(copyPanels(p, shape[0], shape[1]));
+      KILN_RETURN_IF_ERROR(copyPanels(p, shape[0], shape[1], kPanelCols));
     } else if (same) {
       KILN_RETURN_IF_ERROR(copy(p));
     } else if (out.dtype == fb::DType::F32) {
@@ -270,6 +270,9 @@ Result<StreamedWeight> Streamer::copied(const WeightSpec &spec) {
       fp8 ? std::vector<int64_t>{(n + 127) / 128, (k + 127) / 128}
           : std::vector<int64_t>{n, k / 32};
   int64_t count = std::max<int64_t>(spec.experts, 1);
+  const bool panels = !fp8 && spec.panels && n % kPanelRows == 0;
+  if (panels)
+    out.layout = fb::WeightLayout::Mxfp4Panel4;
   for (int pass = 0; pass < 2; ++pass) {
     KILN_RETURN_IF_ERROR(writer_.beginSegment());
     for (int64_t e = 0; e < count; ++e) {
@@ -286,7 +289,11 @@ Result<StreamedWeight> Streamer::copied(const WeightSpec &spec) {
       else
         KILN_RETURN_IF_ERROR(
             expectTensor(*t, {fp8 ? Dtype::F32 : Dtype::U8}, scaleShape));
-      KILN_RETURN_IF_ERROR(copy(p));
+      if (panels) // values 16 bytes a chunk, scales 1
+        KILN_RETURN_IF_ERROR(copyPanels(p, n, k / (pass == 0 ? 2 : 32),
+                                        pass == 0 ? kPanelCols / 2 : 1));
+      else
+        KILN_RETURN_IF_ERROR(copy(p));
       done(p);
     }
     KILN_ASSIGN_OR_RETURN(fb::Extent extent, writer_.endSegment());
@@ -307,9 +314,15 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
   std::vector<int64_t> shape = matrixShape(spec);
   int64_t n = shape[0], k = shape[1];
   int64_t count = std::max<int64_t>(spec.experts, 1);
+  const bool panels = spec.panels && n % kPanelRows == 0;
+  if (panels)
+    out.layout = fb::WeightLayout::Mxfp4Panel4;
+  const int64_t rowsPerWrite = panels ? kPanelRows : 1;
   std::vector<uint8_t> scales(size_t(count * n * (k / 32)));
   std::vector<float> row(k);
-  std::vector<uint8_t> packed(size_t(k / 2));
+  // The values of rowsPerWrite rows, row-major, and in panels.
+  std::vector<uint8_t> packed(size_t(rowsPerWrite * k / 2)),
+      panel(packed.size());
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
     KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
@@ -339,11 +352,24 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
         }
         row[c] = v;
       }
-      quantizeMxfp4Row(row.data(), k, rule, packed.data(),
+      quantizeMxfp4Row(row.data(), k, rule,
+                       packed.data() + (r % rowsPerWrite) * (k / 2),
                        scales.data() + size_t((e * n + r) * (k / 32)));
-      KILN_RETURN_IF_ERROR(writer_.append(packed.data(), packed.size()));
+      if ((r + 1) % rowsPerWrite == 0) {
+        if (panels)
+          packPanels(packed.data(), panel.data(), kPanelRows, k / 2, 1,
+                     kPanelCols / 2);
+        KILN_RETURN_IF_ERROR(
+            writer_.append((panels ? panel : packed).data(), packed.size()));
+      }
       if (p.mapped())
         source_.release(src, uint64_t(k) * size);
+    }
+    if (panels) {
+      std::vector<uint8_t> rowMajor(scales.begin() + e * n * (k / 32),
+                                    scales.begin() + (e + 1) * n * (k / 32));
+      packPanels(rowMajor.data(), scales.data() + e * n * (k / 32), n, k / 32,
+                 1, 1);
     }
     done(p);
     if (s)

@@ -51,7 +51,8 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
   if (layout != fb::WeightLayout::Dense &&
       layout != fb::WeightLayout::DensePanel4 &&
       layout != fb::WeightLayout::Fp8Block128 &&
-      layout != fb::WeightLayout::Mxfp4)
+      layout != fb::WeightLayout::Mxfp4 &&
+      layout != fb::WeightLayout::Mxfp4Panel4)
     return makeError(StatusCode::InvalidArgument, what, ": layout ",
                      static_cast<int>(layout), " is not a known WeightLayout");
   if (rank > MAX_RANK)
@@ -97,8 +98,9 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
     out.data = out.elements * bits / 8;
     return out;
   }
-  fb::DType needed =
-      layout == fb::WeightLayout::Mxfp4 ? fb::DType::F4E2M1 : fb::DType::F8E4M3;
+  const bool mxfp4 = layout == fb::WeightLayout::Mxfp4 ||
+                     layout == fb::WeightLayout::Mxfp4Panel4;
+  fb::DType needed = mxfp4 ? fb::DType::F4E2M1 : fb::DType::F8E4M3;
   if (dtype != needed)
     return makeError(StatusCode::InvalidArgument, what, ": layout ", layoutName,
                      " needs dtype ", fb::EnumNameDType(needed), ", found ",
@@ -110,7 +112,11 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
   uint64_t n = static_cast<uint64_t>(shape[rank - 2]);
   uint64_t k = lastDim;
   uint64_t matrices = out.elements / (n * k);
-  if (layout == fb::WeightLayout::Mxfp4) {
+  if (layout == fb::WeightLayout::Mxfp4Panel4 && n % kPanelRows != 0)
+    return makeError(StatusCode::InvalidArgument, what, ": layout ", layoutName,
+                     " needs N a multiple of ", kPanelRows, ", found ",
+                     formatShape(shape, rank));
+  if (mxfp4) {
     if (k % 32 != 0)
       return makeError(StatusCode::InvalidArgument, what, ": shape ",
                        formatShape(shape, rank), " has last dim K = ", k,

@@ -184,21 +184,24 @@ struct DecFP8 {
   static constexpr int64_t bytesPer32() { return 32; }
 };
 
-struct DecMXFP4 {
+/// MXFP4 rows (P = 1) or row panels of P rows (support/WeightPanels.h:
+/// values and scales each one stream per panel).
+template <int P> struct DecMXFP4Rows {
   static constexpr int kGemvRows = 4;
   static constexpr bool kPrefetch = true;
   static constexpr bool kPacked = true;
   const WeightView &w;
   const float *tables = scaledE2m1Tables();
   struct Row {
-    const uint8_t *p;
-    const uint8_t *scales;
+    const uint8_t *p;      // the row's first 16 bytes (32 values)
+    const uint8_t *scales; // the row's first scale
     const float *tables;
     /// Even elements of the block to `a`, odd ones to `b`.
     KILN_AVX512_INLINE void load32(int64_t k, __m512 &a, __m512 &b) const {
-      const __m512 table = _mm512_load_ps(tables + 16 * scales[k / 32]);
-      const __m512i codes = _mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + k / 2)));
+      const int64_t block = k / 32;
+      const __m512 table = _mm512_load_ps(tables + 16 * scales[block * P]);
+      const __m512i codes = _mm512_cvtepu8_epi32(_mm_loadu_si128(
+          reinterpret_cast<const __m128i *>(p + block * 16 * P)));
       a = _mm512_permutexvar_ps(codes, table); // uses the low 4 bits
       b = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), table);
     }
@@ -206,12 +209,17 @@ struct DecMXFP4 {
     __m512 load16Masked(int64_t, __mmask16) const = delete;
   };
   Row row(int64_t n) const {
-    return {static_cast<const uint8_t *>(w.data) + n * (w.cols / 2),
-            static_cast<const uint8_t *>(w.scales) + n * (w.cols / 32), tables};
+    return {static_cast<const uint8_t *>(w.data) +
+                panelOffset(n, 0, w.cols / 2, P, kPanelCols / 2),
+            static_cast<const uint8_t *>(w.scales) +
+                panelOffset(n, 0, w.cols / 32, P, 1),
+            tables};
   }
   const void *rowBytes(int64_t n) const { return row(n).p; }
   static constexpr int64_t bytesPer32() { return 16; }
 };
+using DecMXFP4 = DecMXFP4Rows<1>;
+using DecMXFP4Panels = DecMXFP4Rows<kPanelRows>;
 
 /// The tree of Matmul.h: i + (i + 8), + 4, + 2, + 1.
 KILN_AVX512_INLINE float treeSum(__m512 v) {

@@ -45,12 +45,12 @@ void kiln::cpu::dequantizeRow(const WeightView &w, int64_t row, float *out) {
     return;
   }
   case WeightFormat::MXFP4: {
-    const uint8_t *src = static_cast<const uint8_t *>(w.data) + row * (k / 2);
-    const uint8_t *scales =
-        static_cast<const uint8_t *>(w.scales) + row * (k / 32);
+    const uint8_t *data = static_cast<const uint8_t *>(w.data);
+    const uint8_t *scales = static_cast<const uint8_t *>(w.scales);
+    const int64_t P = w.panelRows;
     for (int64_t i = 0; i < k; i += 2) {
-      float s = e8m0ToFloat(scales[i / 32]);
-      uint8_t byte = src[i / 2];
+      float s = e8m0ToFloat(scales[panelOffset(row, i / 32, k / 32, P, 1)]);
+      uint8_t byte = data[panelOffset(row, i / 2, k / 2, P, kPanelCols / 2)];
       out[i] = e2m1ToFloat(byte & 0xF) * s;
       out[i + 1] = e2m1ToFloat(byte >> 4) * s;
     }

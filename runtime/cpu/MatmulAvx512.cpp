@@ -323,6 +323,8 @@ void kiln::cpu::matmulRowsAvx512(const MatmulRows &io, const WeightView &w,
   case WeightFormat::FP8:
     return run(DecFP8{w}, io, nBegin, nEnd);
   case WeightFormat::MXFP4:
+    if (w.panelRows == kPanelRows)
+      return run(DecMXFP4Panels{w}, io, nBegin, nEnd);
     return run(DecMXFP4{w}, io, nBegin, nEnd);
   }
 }

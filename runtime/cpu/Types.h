@@ -40,9 +40,8 @@ struct WeightView {
   int64_t count = 1;
   int64_t dataStride = 0;
   int64_t scaleStride = 0;
-  /// 1: rows one after another. kPanelRows (BF16 only): row panels, the
-  /// artifact's DensePanel4 (support/WeightPanels.h); element (n, k) of a
-  /// matrix is at panelOffset(n, k, cols, panelRows).
+  /// 1: rows one after another. kPanelRows (BF16 and MXFP4): row panels,
+  /// the artifact's DensePanel4 and Mxfp4Panel4 (support/WeightPanels.h).
   int64_t panelRows = 1;
 
   /// Matrix `e` of a stack.

@@ -70,6 +70,7 @@ void bindWeight(const artifact::Artifact &artifact, uint32_t index,
     elemBytesNum = 1;
     break;
   case fb::WeightLayout::Mxfp4:
+  case fb::WeightLayout::Mxfp4Panel4:
     format = cpu::WeightFormat::MXFP4;
     elemBytesNum = 1;
     elemBytesDen = 2;
@@ -109,7 +110,8 @@ void bindWeight(const artifact::Artifact &artifact, uint32_t index,
   v.cols = k;
   v.count = count;
   v.dataStride = n * k * elemBytesNum / elemBytesDen;
-  if (w.layout() == fb::WeightLayout::DensePanel4) {
+  if (w.layout() == fb::WeightLayout::DensePanel4 ||
+      w.layout() == fb::WeightLayout::Mxfp4Panel4) {
     if (!panelable(n, k))
       return reject("row panels need N a multiple of 4 and K of 32");
     v.panelRows = kPanelRows;

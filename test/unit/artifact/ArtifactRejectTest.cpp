@@ -401,6 +401,18 @@ TEST(WeightBytes, RowPanelsAreBF16MatricesOfWholePanels) {
                 "w: layout DensePanel4 needs dtype BF16, found F32"),
             std::string::npos)
       << f32.status().toString();
+  auto mx = expectedWeightBytes(fb::WeightLayout::Mxfp4Panel4,
+                                fb::DType::F4E2M1, ok, 3, "w");
+  ASSERT_TRUE(mx.isOk()) << mx.status().toString();
+  EXPECT_EQ(mx->data, uint64_t(3 * 8 * 64 / 2));
+  EXPECT_EQ(mx->scales, uint64_t(3 * 8 * 64 / 32));
+  auto mx6 = expectedWeightBytes(fb::WeightLayout::Mxfp4Panel4,
+                                 fb::DType::F4E2M1, rows6, 2, "w");
+  ASSERT_FALSE(mx6.isOk());
+  EXPECT_NE(mx6.status().message().find(
+                "layout Mxfp4Panel4 needs N a multiple of 4, found [6, 64]"),
+            std::string::npos)
+      << mx6.status().toString();
   for (auto [shape, rank] :
        {std::pair<const int64_t *, size_t>{rows6, 2}, {cols48, 2}, {vec, 1}}) {
     auto bad = expectedWeightBytes(fb::WeightLayout::DensePanel4,

@@ -242,33 +242,45 @@ TEST(Matmul, RowsIndexedAndAccumulated) {
   }
 }
 
-/// The matrices of `w` repacked into row panels (support/WeightPanels.h).
+/// The matrices of `w` (BF16 or MXFP4) repacked into row panels
+/// (support/WeightPanels.h).
 TestWeight inPanels(const TestWeight &w) {
   TestWeight p = w;
-  for (int64_t e = 0; e < w.view.count; ++e)
-    kiln::packPanels(w.data.data() + e * w.view.dataStride,
-                     p.data.data() + e * w.view.dataStride, w.view.rows,
-                     w.view.cols, 2);
+  const WeightView &v = w.view;
+  for (int64_t e = 0; e < v.count; ++e) {
+    if (v.format == WeightFormat::BF16) {
+      kiln::packPanels(w.data.data() + e * v.dataStride,
+                       p.data.data() + e * v.dataStride, v.rows, v.cols, 2);
+      continue;
+    }
+    kiln::packPanels(w.data.data() + e * v.dataStride,
+                     p.data.data() + e * v.dataStride, v.rows, v.cols / 2, 1,
+                     kiln::kPanelCols / 2);
+    kiln::packPanels(w.scales.data() + e * v.scaleStride,
+                     p.scales.data() + e * v.scaleStride, v.rows, v.cols / 32,
+                     1, 1);
+  }
   p.view.data = p.data.data();
+  p.view.scales = p.scales.empty() ? nullptr : p.scales.data();
   p.view.panelRows = kiln::kPanelRows;
   return p;
 }
 
-TEST(Matmul, BF16RowPanelsGiveTheRowMajorBits) {
+void checkPanels(WeightFormat format) {
   // Same values, another layout: every path, thread count, batch size and
   // row range gives the bits of the row-major matrix, and dequantizeRow()
   // reads the same rows.
   ThreadPool one(1), two(2);
   std::mt19937 rng(77);
   for (Shape s : std::vector<Shape>{{4, 32}, {40, 96}, {68, 544}, {128, 64}}) {
-    TestWeight rows = randomWeight(rng, WeightFormat::BF16, s.n, s.k, 2);
+    TestWeight rows = randomWeight(rng, format, s.n, s.k, 2);
     TestWeight panels = inPanels(rows);
     if (s.k > kiln::kPanelCols) // one 32-column chunk: the same bytes
       ASSERT_NE(rows.data, panels.data) << "the layouts must differ";
     for (int64_t e = 0; e < 2; ++e) {
-      std::string what = "N=" + std::to_string(s.n) +
-                         " K=" + std::to_string(s.k) +
-                         " e=" + std::to_string(e);
+      std::string what =
+          std::string(formatName(format)) + " N=" + std::to_string(s.n) +
+          " K=" + std::to_string(s.k) + " e=" + std::to_string(e);
       EXPECT_TRUE(sameBits(rows.dequantized(e), panels.dequantized(e))) << what;
       for (int64_t T : {1, 2, 3, 4, 5, 70}) {
         std::vector<float> x = randomFloats(rng, T * s.k);
@@ -296,6 +308,13 @@ TEST(Matmul, BF16RowPanelsGiveTheRowMajorBits) {
       }
     }
   }
+}
+
+TEST(Matmul, BF16RowPanelsGiveTheRowMajorBits) {
+  checkPanels(WeightFormat::BF16);
+}
+TEST(Matmul, MXFP4RowPanelsGiveTheRowMajorBits) {
+  checkPanels(WeightFormat::MXFP4);
 }
 
 TEST(Matmul, ZeroTokensAndEmptyK) {
