@@ -74,6 +74,26 @@ KILN_ATTN_INLINE int64_t gatherBlock(const AttendProblem &p, int32_t seq,
   return count;
 }
 
+/// Asks for the cache lines of the next kBlock keys of `list` (from entry
+/// `next` of its n, columns [col, col + keyDim)) while the current block is
+/// scored. A top-k list scatters its keys over the whole context, where the
+/// hardware prefetchers, which follow addresses that step evenly, cannot see
+/// them coming. Prefetches change no value.
+KILN_ATTN_INLINE void prefetchListed(const AttendProblem &p, int32_t seq,
+                                     const int32_t *list, int64_t n,
+                                     int64_t next, int64_t col) {
+  const int64_t elemBytes = p.keys.elem == CacheElem::F32 ? 4 : 2;
+  const int64_t first = col * elemBytes, last = (col + p.keyDim) * elemBytes;
+  for (int64_t i = next, found = 0; i < n && found < kBlock; ++i) {
+    if (list[i] < 0)
+      continue;
+    const uint8_t *row = p.keys.row(seq, list[i]);
+    for (int64_t b = first; b < last; b += 64)
+      __builtin_prefetch(row + b);
+    ++found;
+  }
+}
+
 /// Query heads [h0, h0 + group) of token t, all reading KV head kvHead.
 KILN_ATTN_CLONES
 void attendGroup(const AttendProblem &p, int64_t t, int64_t kvHead, int64_t h0,
@@ -101,6 +121,8 @@ void attendGroup(const AttendProblem &p, int64_t t, int64_t kvHead, int64_t h0,
         gatherBlock(p, seq, list, n, &next, keyCol, valueCol, b);
     if (count == 0)
       break;
+    if (list)
+      prefetchListed(p, seq, list, n, next, keyCol);
     vec::dotGrid(b.queryPtr, group, b.keyPtr, count, p.keyDim, b.scores,
                  kBlock);
     // Online softmax: rescale what was summed under the old maximum, then

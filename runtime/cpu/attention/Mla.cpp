@@ -3,9 +3,10 @@
 // Tokens are processed in chunks of kChunk so the workspace stays bounded. Per
 // chunk: (1) q_lat = [W_UK_h^T q_nope | q_pe] for every (token, head),
 // (2) latent attention through the shared core, (3) out = W_UV_h o_lat.
-// Steps 1 and 3 run per (head, token slice): kv_b is decoded a panel of
-// kPanel rows at a time into a per-thread buffer and each panel serves every
-// token of the slice, so T tokens share one decode and no full dequantized
+// Steps 1 and 3 run per (head, token slice), a panel of kPanel kv_b rows at a
+// time, each panel serving every token of the slice. F32 and BF16 rows are
+// read in place (BF16 widened in registers); other formats are decoded into a
+// per-thread buffer, so T tokens share one decode and no full dequantized
 // copy of kv_b ever exists.
 //
 //===----------------------------------------------------------------------===//
@@ -28,10 +29,11 @@ constexpr int64_t kPanel = 32;
 
 /// Per-thread scratch for steps 1 and 3.
 struct PanelBuffers {
-  float *rows;           // [kPanel, L] decoded kv_b rows
-  const float **rowPtr;  // [kPanel]
-  const float **tokenIn; // [kChunk]
-  float **tokenOut;      // [kChunk]
+  float *rows;              // [kPanel, L] decoded kv_b rows
+  const float **rowPtr;     // [kPanel]
+  const uint16_t **rowBf16; // [kPanel], BF16 kv_b read in place
+  const float **tokenIn;    // [kChunk]
+  float **tokenOut;         // [kChunk]
 };
 
 struct Layout {
@@ -46,6 +48,7 @@ PanelBuffers carvePanel(Carver &c, int64_t latentDim) {
   PanelBuffers b;
   b.rows = c.take<float>(kPanel * latentDim);
   b.rowPtr = c.take<const float *>(kPanel);
+  b.rowBf16 = c.take<const uint16_t *>(kPanel);
   b.tokenIn = c.take<const float *>(kChunk);
   b.tokenOut = c.take<float *>(kChunk);
   return b;
@@ -80,24 +83,34 @@ Layout carve(Carver &c, const MlaArgs &a, int64_t tokens, int threads) {
   return l;
 }
 
-/// Points b.rowPtr at kv_b rows [first, first + count): in place for F32,
-/// else decoded into b.rows (BF16 inline, other formats by dequantizeRow).
-KILN_ATTN_INLINE void loadPanel(const WeightView &w, int64_t first,
-                                int64_t count, const PanelBuffers &b) {
+/// For BF16 kv_b: points b.rowBf16 at rows [first, first + count), read in
+/// place (widened where they are read), and returns it. Else null.
+KILN_ATTN_INLINE const uint16_t *const *bf16Panel(const WeightView &w,
+                                                  int64_t first, int64_t count,
+                                                  const PanelBuffers &b) {
+  if (w.format != WeightFormat::BF16)
+    return nullptr;
+  for (int64_t i = 0; i < count; ++i)
+    b.rowBf16[i] = static_cast<const uint16_t *>(w.data) + (first + i) * w.cols;
+  return b.rowBf16;
+}
+
+/// Points b.rowPtr at kv_b rows [first, first + count) of a format other
+/// than BF16: in place for F32, else decoded into b.rows by dequantizeRow.
+KILN_ATTN_INLINE const float *const *floatPanel(const WeightView &w,
+                                                int64_t first, int64_t count,
+                                                const PanelBuffers &b) {
   for (int64_t i = 0; i < count; ++i) {
     const int64_t row = first + i;
-    float *dst = b.rows + i * w.cols;
     if (w.format == WeightFormat::F32) {
       b.rowPtr[i] = static_cast<const float *>(w.data) + row * w.cols;
       continue;
     }
-    if (w.format == WeightFormat::BF16)
-      vec::bf16ToF32(static_cast<const uint16_t *>(w.data) + row * w.cols, dst,
-                     w.cols);
-    else
-      dequantizeRow(w, row, dst);
+    float *dst = b.rows + i * w.cols;
+    dequantizeRow(w, row, dst);
     b.rowPtr[i] = dst;
   }
+  return b.rowPtr;
 }
 
 /// Step 1 for head h, chunk tokens [t0, t1): q_abs += q_nope[i] W_UK_h[i]
@@ -118,9 +131,16 @@ void absorbQuery(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
   const int64_t firstRow = h * (d.nopeDim + d.valueDim);
   for (int64_t i = 0; i < d.nopeDim; i += kPanel) {
     const int64_t rows = std::min(kPanel, d.nopeDim - i);
-    loadPanel(a.kvB, firstRow + i, rows, b);
-    vec::axpyGrid(b.tokenOut, t1 - t0, qNope + i, d.heads * d.nopeDim, b.rowPtr,
-                  rows, d.latentDim);
+    // Spelled twice, not through a lambda: a lambda would not inherit this
+    // function's target clones and would run the baseline ISA.
+    const float *x = qNope + i;
+    const int64_t ldx = d.heads * d.nopeDim;
+    if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, b))
+      vec::axpyGrid(b.tokenOut, t1 - t0, x, ldx, w16, rows, d.latentDim);
+    else
+      vec::axpyGrid(b.tokenOut, t1 - t0, x, ldx,
+                    floatPanel(a.kvB, firstRow + i, rows, b), rows,
+                    d.latentDim);
   }
 }
 
@@ -135,10 +155,13 @@ void expandOutput(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
   const int64_t firstRow = h * (d.nopeDim + d.valueDim) + d.nopeDim;
   for (int64_t i = 0; i < d.valueDim; i += kPanel) {
     const int64_t rows = std::min(kPanel, d.valueDim - i);
-    loadPanel(a.kvB, firstRow + i, rows, b);
-    vec::dotGrid(b.tokenIn, t1 - t0, b.rowPtr, rows, d.latentDim,
-                 out + ((base + t0) * d.heads + h) * d.valueDim + i,
-                 d.heads * d.valueDim);
+    float *y = out + ((base + t0) * d.heads + h) * d.valueDim + i;
+    const int64_t ldy = d.heads * d.valueDim;
+    if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, b))
+      vec::dotGrid(b.tokenIn, t1 - t0, w16, rows, d.latentDim, y, ldy);
+    else
+      vec::dotGrid(b.tokenIn, t1 - t0, floatPanel(a.kvB, firstRow + i, rows, b),
+                   rows, d.latentDim, y, ldy);
   }
 }
 

@@ -44,6 +44,26 @@ KILN_ATTN_INLINE F16x loadPartial(const float *p, int64_t n) {
   std::memcpy(tmp, p, size_t(n) * sizeof(float));
   return load(tmp);
 }
+/// 16 BF16 values (raw bits) widened to floats: exact, so a tile that reads
+/// BF16 rows this way computes what it computes on their float copies.
+KILN_ATTN_INLINE F16x load(const uint16_t *p) {
+  typedef uint16_t H16x __attribute__((vector_size(32), aligned(2)));
+  typedef uint32_t W16x __attribute__((vector_size(64)));
+  H16x h;
+  std::memcpy(&h, p, sizeof(h));
+  const W16x w = __builtin_convertvector(h, W16x) << 16;
+  F16x v;
+  std::memcpy(&v, &w, sizeof(v));
+  return v;
+}
+KILN_ATTN_INLINE F16x loadPartial(const uint16_t *p, int64_t n) {
+  uint16_t tmp[16] = {};
+  std::memcpy(tmp, p, size_t(n) * sizeof(uint16_t));
+  return load(tmp);
+}
+KILN_ATTN_INLINE float element(const float *p) { return *p; }
+KILN_ATTN_INLINE float element(const uint16_t *p) { return bf16ToFloat(*p); }
+
 /// Lane sum, halving: the same order for every caller.
 KILN_ATTN_INLINE float sum(F16x v) {
   float lanes[16];
@@ -92,9 +112,9 @@ KILN_ATTN_INLINE F16x sum16(const F16x v[16]) {
 /// out[x * ldOut + y] = a[x] . b[y] (n long) for x < A, y < B: A + B loads
 /// feed A * B multiply-adds. Every dot in this file sums the same way
 /// (16 lanes over the columns, then sum()), so a dot's value does not depend
-/// on the tile it was computed in.
-template <int A, int B>
-KILN_ATTN_INLINE void dotTile(const float *const *a, const float *const *b,
+/// on the tile it was computed in. `b` rows are floats or BF16 bits.
+template <int A, int B, class E>
+KILN_ATTN_INLINE void dotTile(const float *const *a, const E *const *b,
                               int64_t n, float *out, int64_t ldOut) {
   F16x acc[A][B] = {};
   int64_t i = 0;
@@ -131,8 +151,8 @@ KILN_ATTN_INLINE void dotTile(const float *const *a, const float *const *b,
   }
 }
 
-template <int A>
-KILN_ATTN_INLINE void dotRow(const float *const *a, const float *const *b,
+template <int A, class E>
+KILN_ATTN_INLINE void dotRow(const float *const *a, const E *const *b,
                              int64_t nb, int64_t n, float *out, int64_t ldOut) {
   int64_t y = 0;
   for (; y + 4 <= nb; y += 4)
@@ -142,8 +162,9 @@ KILN_ATTN_INLINE void dotRow(const float *const *a, const float *const *b,
 }
 
 /// out[x * ldOut + y] = a[x] . b[y] for x < na, y < nb, in 4 x 4 tiles.
+template <class E>
 KILN_ATTN_INLINE void dotGrid(const float *const *a, int64_t na,
-                              const float *const *b, int64_t nb, int64_t n,
+                              const E *const *b, int64_t nb, int64_t n,
                               float *out, int64_t ldOut) {
   int64_t x = 0;
   for (; x + 4 <= na; x += 4)
@@ -166,11 +187,11 @@ KILN_ATTN_INLINE void axpy(float *y, float a, const float *x, int64_t n) {
 
 /// y[r] += sum_j a[r * lda + j] * x[j] for r < R, j < count: per element the
 /// terms are added in order j = 0, 1, ... (as repeated axpy would), while
-/// 64 columns of R rows of y stay in registers.
-template <int R>
+/// 64 columns of R rows of y stay in registers. `x` rows are floats or BF16
+/// bits.
+template <int R, class E>
 KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
-                               const float *const *x, int64_t count,
-                               int64_t n) {
+                               const E *const *x, int64_t count, int64_t n) {
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     F16x acc[R][4];
@@ -204,13 +225,14 @@ KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
   for (; i < n; ++i)
     for (int r = 0; r < R; ++r)
       for (int64_t j = 0; j < count; ++j)
-        y[r][i] += a[r * lda + j] * x[j][i];
+        y[r][i] += a[r * lda + j] * element(x[j] + i);
 }
 
 /// axpyTile over `rows` rows of y, four at a time.
+template <class E>
 KILN_ATTN_INLINE void axpyGrid(float *const *y, int64_t rows, const float *a,
-                               int64_t lda, const float *const *x,
-                               int64_t count, int64_t n) {
+                               int64_t lda, const E *const *x, int64_t count,
+                               int64_t n) {
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4)
     axpyTile<4>(y + r, a + r * lda, lda, x, count, n);

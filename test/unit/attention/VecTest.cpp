@@ -2,7 +2,9 @@
 //
 // vec::sum16 folds 16 lane sums together; each must be sum()'s bits (the
 // same additions in the same order), and a 4 x 4 dot tile, which uses it,
-// must give every dot the bits of the same dot computed alone. Inputs mix
+// must give every dot the bits of the same dot computed alone; dot and axpy
+// grids over BF16 rows must give the bits of the same grids over the rows'
+// float copies (MLA reads kv_b that way). Inputs mix
 // magnitudes and signs so a different order of additions would round
 // differently.
 //
@@ -69,6 +71,54 @@ TEST(Vec, FourByFourTileMatchesSingleDots) {
       for (int y = 0; y < 4; ++y)
         ASSERT_EQ(bits(tile[x * 4 + y]), bits(dot(ap[x], bp[y], n)))
             << "n " << n << ", dot " << x << "," << y;
+  }
+}
+
+TEST(Vec, Bf16RowsGiveTheBitsOfTheirFloatCopies) {
+  std::mt19937 rng(13);
+  // Row counts cover the 4-row tiles and the single-row tail; lengths the
+  // 64-, 16-column and scalar tails.
+  for (int64_t rows : {1, 4, 7}) {
+    for (int64_t n : {5, 16, 80, 512, 515}) {
+      std::vector<uint16_t> w(size_t(rows * n));
+      std::vector<float> wf(w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        w[i] = kiln::floatToBf16(wild(rng));
+        wf[i] = kiln::bf16ToFloat(w[i]);
+      }
+      std::vector<const uint16_t *> wp(static_cast<size_t>(rows));
+      std::vector<const float *> wfp(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) {
+        wp[size_t(r)] = w.data() + r * n;
+        wfp[size_t(r)] = wf.data() + r * n;
+      }
+      // Two "tokens": dotGrid rows of x against the weight rows.
+      std::vector<float> x(2 * size_t(n));
+      for (float &v : x)
+        v = wild(rng);
+      const float *xp[2] = {x.data(), x.data() + n};
+      std::vector<float> d16(2 * size_t(rows)), d32(d16.size());
+      dotGrid(xp, 2, wp.data(), rows, n, d16.data(), rows);
+      dotGrid(xp, 2, wfp.data(), rows, n, d32.data(), rows);
+      for (size_t i = 0; i < d16.size(); ++i)
+        ASSERT_EQ(bits(d16[i]), bits(d32[i]))
+            << "dot " << i << ", rows " << rows << ", n " << n;
+      // axpyGrid: y[t] += sum_r a[t][r] * w[r], from the same start.
+      std::vector<float> a(2 * size_t(rows));
+      for (float &v : a)
+        v = wild(rng);
+      std::vector<float> y16(2 * size_t(n)), y32;
+      for (float &v : y16)
+        v = wild(rng);
+      y32 = y16;
+      float *yp16[2] = {y16.data(), y16.data() + n};
+      float *yp32[2] = {y32.data(), y32.data() + n};
+      axpyGrid(yp16, 2, a.data(), rows, wp.data(), rows, n);
+      axpyGrid(yp32, 2, a.data(), rows, wfp.data(), rows, n);
+      for (size_t i = 0; i < y16.size(); ++i)
+        ASSERT_EQ(bits(y16[i]), bits(y32[i]))
+            << "axpy " << i << ", rows " << rows << ", n " << n;
+    }
   }
 }
 
