@@ -14,7 +14,7 @@ for r in $(seq "$rounds"); do
   for b in "${bins[@]}"; do
     for t in $threads; do
       "$b" "$model" --threads "$t" --results /dev/null "$@" 2>&1 |
-        sed -n "s|^\(prefill [0-9]* tokens\), $t thread(s): \([0-9.]*\) tok/s|$b\t$t\t\1\t\2|p;
+        sed -n "s|^\(prefill [0-9]* tokens\), $t thread(s): \([0-9.]*\) tok/s.*|$b\t$t\t\1\t\2|p;
                 s|^decode batch \([0-9]*\), $t thread(s): .* \([0-9.]*\) tok/s.*|$b\t$t\tdecode batch \1\t\2|p" >>"$raw"
     done
   done

@@ -12,7 +12,7 @@ raw=$(mktemp)
 for r in $(seq "$rounds"); do
   for t in $threads; do
     "$KB" "$kiln" --threads "$t" --prompt-tokens "$P" --decode-tokens "$D" --results /dev/null 2>&1 |
-      sed -n "s|^prefill $P tokens, $t thread(s): \([0-9.]*\) tok/s|kiln\t$t\tprefill $P\t\1|p;
+      sed -n "s|^prefill $P tokens, $t thread(s): \([0-9.]*\) tok/s.*|kiln\t$t\tprefill $P\t\1|p;
               s|^decode batch 1, $t thread(s): .* \([0-9.]*\) tok/s.*|kiln\t$t\tdecode $D at depth $P\t\1|p" >>"$raw"
     "$LB" -m "$gguf" -t "$t" -p "$P" -n 0 -d 0 -r 1 -o jsonl 2>/dev/null |
       /usr/bin/python3 -c "import sys,json

@@ -11,21 +11,34 @@ using namespace kiln;
 
 namespace {
 
-double weightBytes(const fb::Weight *w) {
+double weightBytes(abi::Kernel, const fb::Weight *w) {
   double bytes = double(w->data()->size());
   if (w->scales())
     bytes += double(w->scales()->size());
   return bytes;
 }
 
-} // namespace
+/// Multiply-adds per row of activations: a matrix's elements (one per output
+/// and input column). Embedding lookups and vectors (norm weights) do none.
+double weightMacs(abi::Kernel kernel, const fb::Weight *w) {
+  if (kernel == abi::Kernel::Embedding || w->shape()->size() < 2)
+    return 0;
+  double elements = 1;
+  for (uint32_t d : *w->shape())
+    elements *= double(d);
+  return elements;
+}
 
-double kiln::bench::planWeightBytes(const artifact::Artifact &artifact,
-                                    const fb::Plan &plan, int64_t batch) {
+/// Sums measure(kernel, weight) over the weights one step of `plan` reads
+/// for `batch` sequences: each dispatch's weights once (a weight read by
+/// several dispatches counts each time), an embedding's `batch` rows, and of
+/// a routed-expert stack the expected number of distinct experts the batch
+/// selects.
+template <class Measure>
+double sumOverWeights(const artifact::Artifact &artifact, const fb::Plan &plan,
+                      int64_t batch, Measure measure) {
   const fb::Artifact *meta = artifact.meta();
   double total = 0;
-  // A weight read by several dispatches of one step is read once from
-  // memory only if it stays in cache; count each dispatch's read.
   for (const fb::Dispatch *d : *plan.dispatches()) {
     abi::Kernel kernel;
     if (!abi::kernelFromName(meta->kernels()->Get(d->kernel())->name()->str(),
@@ -37,9 +50,9 @@ double kiln::bench::planWeightBytes(const artifact::Artifact &artifact,
       if (a->kind() != fb::ArgKind::Weight)
         continue;
       const fb::Weight *w = meta->weights()->Get(a->index());
-      double bytes = weightBytes(w);
+      double amount = measure(kernel, w);
       if (kernel == abi::Kernel::Embedding) {
-        bytes = bytes / double(w->shape()->Get(0)) * double(batch);
+        amount = amount / double(w->shape()->Get(0)) * double(batch);
       } else if (kernel == abi::Kernel::Moe && i >= 3 && i <= 5) {
         // Routed expert stacks: the experts the batch selects.
         double experts = double(w->shape()->Get(0));
@@ -47,10 +60,23 @@ double kiln::bench::planWeightBytes(const artifact::Artifact &artifact,
         double k = moe ? double(moe->top_k()) : experts;
         double distinct =
             experts * (1.0 - std::pow(1.0 - k / experts, double(batch)));
-        bytes = bytes / experts * distinct;
+        amount = amount / experts * distinct;
       }
-      total += bytes;
+      total += amount;
     }
   }
   return total;
+}
+
+} // namespace
+
+double kiln::bench::planWeightBytes(const artifact::Artifact &artifact,
+                                    const fb::Plan &plan, int64_t batch) {
+  return sumOverWeights(artifact, plan, batch, weightBytes);
+}
+
+double kiln::bench::planMatmulFlopsPerToken(const artifact::Artifact &artifact,
+                                            const fb::Plan &plan) {
+  // One token: its own top-k experts (the batch-1 expectation is exactly k).
+  return 2.0 * sumOverWeights(artifact, plan, 1, weightMacs);
 }

@@ -5,7 +5,8 @@
 // read their whole weight; an embedding reads B rows; a fused MoE reads its
 // router and shared expert plus, per routed-expert stack, the expected
 // number of distinct experts B tokens select: E * (1 - (1 - k/E)^B) (exactly
-// k for B = 1).
+// k for B = 1). The same walk counts a token's matmul FLOPs, for prefill's
+// fraction of the compute peak.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,13 @@ namespace kiln::bench {
 
 double planWeightBytes(const artifact::Artifact &artifact, const fb::Plan &plan,
                        int64_t batch);
+
+/// FLOPs of one token's matmuls in `plan` (2 per multiply-add with a weight
+/// element: dense matrices, the MoE's router, shared expert and its top-k
+/// routed experts, MLA's kv_b). Attention over the context is not counted,
+/// so a fraction of peak from it is a lower bound.
+double planMatmulFlopsPerToken(const artifact::Artifact &artifact,
+                               const fb::Plan &plan);
 
 } // namespace kiln::bench
 

@@ -27,6 +27,7 @@
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
 #include "tools/common/RankArtifact.h"
+#include "tools/kiln-bench/ComputePeak.h"
 #include "tools/kiln-bench/EngineDecode.h"
 #include "tools/kiln-bench/MemoryBandwidth.h"
 #include "tools/kiln-bench/WeightTraffic.h"
@@ -62,6 +63,7 @@ struct Options {
   int64_t promptTokens = 128;
   int64_t decodeTokens = 32;
   bool membw = false;
+  bool peak = false;
   bool pinThreads = false;
   bool profile = false;
   int spec = 0;
@@ -74,6 +76,7 @@ struct Options {
 
 const char *const kHelp = R"(usage: kiln-bench MODEL.kiln [options]
        kiln-bench --membw [--threads N,...]
+       kiln-bench --peak [--threads N,...]
 
 Prefill and decode speed of a Kiln artifact on this machine.
 
@@ -84,6 +87,8 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --decode-tokens D     decode steps measured per batch size (default 32)
   --membw               measure the machine's read (the decode floor) and
                         copy bandwidth in the same run
+  --peak                measure the kernel path's FP32 multiply-add peak in
+                        the same run; prefill reports its fraction of it
   --spec K              greedy decoding with K MTP drafts per round vs none
   --profile             time per kernel kind of the prefill and decode steps
   --cpu-affinity        pin each kernel thread to one CPU
@@ -224,6 +229,8 @@ Options parse(int argc, char **argv) {
       o.spec = parseList<int>(a, value(), 0, 16)[0];
     else if (a == "--membw")
       o.membw = true;
+    else if (a == "--peak")
+      o.peak = true;
     else if (a == "--cpu-affinity")
       o.pinThreads = true;
     else if (a == "--profile")
@@ -254,7 +261,7 @@ Options parse(int argc, char **argv) {
     if (inlineValue)
       usage(a + " takes no value");
   }
-  if (o.model.empty() && !o.membw)
+  if (o.model.empty() && !o.membw && !o.peak)
     usage("no model given");
   if (o.results.empty()) {
     std::ifstream probe("bench/RESULTS.md");
@@ -276,7 +283,8 @@ struct Row {
   int threads;
   int64_t batch;
   double tokPerSec, msPerStep, gbPerSec, membw;
-  double weightBytesPerToken = 0; // decode rows
+  double weightBytesPerToken = 0;    // decode rows
+  double gflops = 0, peakGflops = 0; // prefill rows: matmul FLOP rate, peak
 };
 
 /// The rows as one JSON document, for scripts.
@@ -303,6 +311,12 @@ void writeJson(const Options &o, const std::vector<Row> &rows) {
     row["floor_fraction"] = r.gbPerSec > 0 && r.membw > 0
                                 ? nlohmann::json(r.gbPerSec / r.membw)
                                 : nlohmann::json(nullptr);
+    if (r.gflops > 0)
+      row["matmul_gflops"] = r.gflops;
+    if (r.peakGflops > 0)
+      row["peak_gflops"] = r.peakGflops;
+    if (r.gflops > 0 && r.peakGflops > 0)
+      row["peak_fraction"] = r.gflops / r.peakGflops;
     doc["rows"].push_back(std::move(row));
   }
   std::ofstream out(o.json);
@@ -506,6 +520,22 @@ int main(int argc, char **argv) {
       if (o.model.empty())
         rows.push_back({"read (1 GiB)", threads, 0, 0, 0, 0, bw.readGBs});
     }
+    double peak = 0;
+    if (o.peak) {
+      cpu::PoolOptions po;
+      po.pinThreads = o.pinThreads;
+      cpu::ThreadPool pool(threads, po);
+      peak = bench::measureFmaPeakGflops(pool);
+      std::printf("compute peak, %d thread(s): %.1f GFLOP/s (FP32 "
+                  "multiply-add, %s path)\n",
+                  threads, peak,
+                  std::string(cpu::cpuPathName(cpu::cpuPath())).c_str());
+      if (o.model.empty()) {
+        Row r{"FP32 multiply-add peak", threads, 0, 0, 0, 0, 0};
+        r.peakGflops = peak;
+        rows.push_back(r);
+      }
+    }
     if (o.model.empty())
       continue;
     engine::LoadOptions lo;
@@ -555,12 +585,28 @@ int main(int argc, char **argv) {
       double dt = now() - t0;
       model.profile().enabled = false;
       model.closeSequence(*seq);
-      rows.push_back({"prefill " + std::to_string(o.promptTokens) + " tokens",
-                      threads, 1, double(o.promptTokens) / dt, dt * 1e3, 0,
-                      membw});
-      std::printf("prefill %lld tokens, %d thread(s): %.1f tok/s\n",
+      const fb::Plan *plan = model.artifact().findPlan(engine::kPrefillPlan);
+      const double gflops =
+          bench::planMatmulFlopsPerToken(model.artifact(), *plan) *
+          double(o.promptTokens) / dt / 1e9;
+      Row r{"prefill " + std::to_string(o.promptTokens) + " tokens",
+            threads,
+            1,
+            double(o.promptTokens) / dt,
+            dt * 1e3,
+            0,
+            membw};
+      r.gflops = gflops;
+      r.peakGflops = peak;
+      rows.push_back(r);
+      std::printf("prefill %lld tokens, %d thread(s): %.1f tok/s, matmuls "
+                  "%.1f GFLOP/s%s\n",
                   (long long)o.promptTokens, threads,
-                  double(o.promptTokens) / dt);
+                  double(o.promptTokens) / dt, gflops,
+                  peak > 0 ? (" (" + std::to_string(int(100 * gflops / peak)) +
+                              "% of the compute peak)")
+                                 .c_str()
+                           : "");
       if (o.profile)
         printProfile(model, "prefill", 1, dt, comm);
     }

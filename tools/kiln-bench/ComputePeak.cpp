@@ -1,0 +1,96 @@
+//===- ComputePeak.cpp ----------------------------------------------------===//
+
+#include "tools/kiln-bench/ComputePeak.h"
+
+#include "runtime/cpu/CpuFeatures.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+using namespace kiln;
+
+namespace {
+
+constexpr int kChains = 12;
+constexpr int64_t kIterations = 20'000'000;
+
+double now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+/// kIterations x kChains multiply-adds on 16 lanes, as the scalar path's
+/// code is built (no FMA on baseline x86-64: a multiply and an add).
+/// Returns flops done and a value that depends on every chain.
+double chainsScalar(float &sink) {
+  typedef float F16x __attribute__((vector_size(64), aligned(4)));
+  F16x a[kChains];
+  for (int j = 0; j < kChains; ++j)
+    for (int l = 0; l < 16; ++l)
+      a[j][l] = float(j + l) * 1e-3f;
+  const F16x m = F16x{} + 0.999999f, c = F16x{} + 1e-7f;
+  for (int64_t i = 0; i < kIterations; ++i)
+    for (int j = 0; j < kChains; ++j)
+      a[j] = a[j] * m + c;
+  for (int j = 0; j < kChains; ++j)
+    sink += a[j][0] + a[j][15];
+  return 2.0 * 16 * kChains * double(kIterations);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,fma"))) double chainsAvx512(float &sink) {
+  __m512 a[kChains];
+  for (int j = 0; j < kChains; ++j)
+    a[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < kIterations; ++i)
+    for (int j = 0; j < kChains; ++j)
+      a[j] = _mm512_fmadd_ps(a[j], m, c);
+  for (int j = 0; j < kChains; ++j)
+    sink += _mm512_reduce_add_ps(a[j]);
+  return 2.0 * 16 * kChains * double(kIterations);
+}
+#endif
+
+double chains(float &sink) {
+#if defined(__x86_64__)
+  if (cpu::useAvx512())
+    return chainsAvx512(sink);
+#endif
+  return chainsScalar(sink);
+}
+
+} // namespace
+
+double bench::measureFmaPeakGflops(cpu::ThreadPool &pool) {
+  const int threads = pool.size();
+  std::vector<float> sinks(size_t(threads), 0.0f);
+  std::vector<double> flops(size_t(threads), 0.0);
+  double best = 0;
+  for (int pass = 0; pass < 6; ++pass) { // the first warms up
+    std::fill(flops.begin(), flops.end(), 0.0);
+    const double t0 = now();
+    pool.parallelFor(
+        threads,
+        [&](int64_t b, int64_t e, int w) {
+          for (int64_t i = b; i < e; ++i)
+            flops[size_t(w)] += chains(sinks[size_t(w)]);
+        },
+        1);
+    const double dt = now() - t0;
+    double total = 0;
+    for (double f : flops)
+      total += f;
+    if (pass > 0)
+      best = std::max(best, total / dt / 1e9);
+  }
+  static volatile float keep;
+  for (float s : sinks)
+    keep = keep + s;
+  return best;
+}
