@@ -48,11 +48,15 @@ void kiln::cpu::dequantizeRow(const WeightView &w, int64_t row, float *out) {
     const uint8_t *data = static_cast<const uint8_t *>(w.data);
     const uint8_t *scales = static_cast<const uint8_t *>(w.scales);
     const int64_t P = w.panelRows;
-    for (int64_t i = 0; i < k; i += 2) {
-      float s = e8m0ToFloat(scales[panelOffset(row, i / 32, k / 32, P, 1)]);
-      uint8_t byte = data[panelOffset(row, i / 2, k / 2, P, kPanelCols / 2)];
-      out[i] = e2m1ToFloat(byte & 0xF) * s;
-      out[i + 1] = e2m1ToFloat(byte >> 4) * s;
+    for (int64_t b = 0; b < k / 32; ++b) { // a block: 16 bytes, one scale
+      const float s = e8m0ToFloat(scales[panelOffset(row, b, k / 32, P, 1)]);
+      const uint8_t *src =
+          data + panelOffset(row, b * 16, k / 2, P, kPanelCols / 2);
+      float *o = out + b * 32;
+      for (int64_t i = 0; i < 16; ++i) {
+        o[2 * i] = e2m1ToFloat(src[i] & 0xF) * s;
+        o[2 * i + 1] = e2m1ToFloat(src[i] >> 4) * s;
+      }
     }
     return;
   }
