@@ -41,24 +41,42 @@ Result<std::string> readText(const std::string &path) {
 
 fb::DType weightDtype(const StreamedWeight &w) { return w.dtype; }
 
-/// Marks the BF16 and MXFP4 weights that only `MatWeight` arguments
-/// (Kernels.td) read: they are stored in the CPU matmul's row panels.
-void markPanelWeights(ProgramSpec &program) {
+/// Chooses how each weight is stored from the arguments that read it.
+/// `MatWeight` arguments (Kernels.td) are matmul operands: the CPU reads
+/// them in row panels, GPU kernels read MXFP4 ones in the GPU matmul layout
+/// (Mxfp4Gpu); every other reader takes the checkpoint layout. A CPU-only
+/// artifact (`gpu` false) gets panels where only matmuls read a weight; one
+/// with GPU targets keeps rows for every weight and adds the Mxfp4Gpu copy
+/// of the MXFP4 weights a matmul reads, instead of their checkpoint layout
+/// when the artifact has no CPU target and only matmuls read them.
+void chooseWeightLayouts(ProgramSpec &program, bool panels, bool gpu,
+                         bool cpu) {
   std::vector<bool> used(program.weights.size(), false),
-      matmulOnly(program.weights.size(), true);
+      matmulOnly(program.weights.size(), true),
+      byMatmul(program.weights.size(), false);
   for (const PlanSpec &p : program.plans)
     for (const DispatchSpec &d : p.dispatches)
       for (size_t i = 0; i < d.args.size(); ++i) {
         if (d.args[i].kind != ArgKind::Weight)
           continue;
         const abi::ArgDecl *decl = abi::argDeclAt(d.kernel, i, d.args.size());
+        bool matmul = decl && decl->panels;
         used[d.args[i].index] = true;
-        if (!decl || !decl->panels)
+        byMatmul[d.args[i].index] = byMatmul[d.args[i].index] || matmul;
+        if (!matmul)
           matmulOnly[d.args[i].index] = false;
       }
-  for (size_t w = 0; w < program.weights.size(); ++w)
-    program.weights[w].panels = used[w] && matmulOnly[w] &&
-                                program.weights[w].kind != WeightKind::Fp8Block;
+  for (size_t w = 0; w < program.weights.size(); ++w) {
+    WeightSpec &spec = program.weights[w];
+    spec.panels = panels && !gpu && used[w] && matmulOnly[w] &&
+                  spec.kind != WeightKind::Fp8Block;
+    bool mxfp4 = spec.kind == WeightKind::Mxfp4Raw ||
+                 spec.kind == WeightKind::Mxfp4Quant;
+    using GpuCopy = WeightSpec::GpuCopy;
+    spec.gpuCopy = !gpu || !mxfp4 || !byMatmul[w] ? GpuCopy::None
+                   : !cpu && matmulOnly[w]        ? GpuCopy::Instead
+                                                  : GpuCopy::Beside;
+  }
 }
 
 /// tokenizer_config.json's chat_template, verbatim; empty when absent.
@@ -163,10 +181,12 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   // The CPU kernels are always there; GPU targets add code objects.
   KILN_ASSIGN_OR_RETURN(std::vector<rocdl::Chip> chips,
                         parseGpuTargets(options.targets));
-  KILN_ASSIGN_OR_RETURN(
-      ProgramSpec program,
-      buildPrograms(module,
-                    options.hostKernels && targetsIncludeCpu(options.targets)));
+  const bool cpu = targetsIncludeCpu(options.targets);
+  if (!cpu && chips.empty())
+    return makeError(StatusCode::InvalidArgument, "targets '", options.targets,
+                     "' name no target: expected cpu, gfx950 or gfx942");
+  KILN_ASSIGN_OR_RETURN(ProgramSpec program,
+                        buildPrograms(module, options.hostKernels && cpu));
 
   std::string dir = checkpointDir;
   if (dir.size() > 5 && dir.substr(dir.size() - 5) == ".json")
@@ -176,16 +196,14 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
                         parseTokenizerJson(dir + "/tokenizer.json"));
   std::string chatTemplate = readChatTemplate(dir + "/tokenizer_config.json");
 
-  // Row panels are the CPU matmul's layout: GPU kernels read Dense rows.
-  if (options.weightPanels && chips.empty())
-    markPanelWeights(program);
+  chooseWeightLayouts(program, options.weightPanels, !chips.empty(), cpu);
 
   KILN_ASSIGN_OR_RETURN(auto writer,
                         artifact::ArtifactWriter::create(options.outputPath,
                                                          options.maxFileBytes));
-  KILN_ASSIGN_OR_RETURN(std::vector<StreamedWeight> streamed,
-                        streamWeights(program.weights, source, *writer, stderr,
-                                      /*gpuCopies=*/!chips.empty()));
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<StreamedWeight> streamed,
+      streamWeights(program.weights, source, *writer, stderr));
 
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   // Weights.
@@ -231,6 +249,14 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
           key = lowering->key();
           lowerings.emplace(key, std::move(*lowering));
         }
+      // Without the cpu target nothing else could run it.
+      if (key.empty() && !cpu)
+        return makeError(
+            StatusCode::InvalidArgument, "plan '", p.name, "' dispatch ",
+            keys.back().size(), " (", abi::kKernelNames[size_t(d.kernel)],
+            ") has no GPU kernel for its shapes and weights, and "
+            "targets '",
+            options.targets, "' have no cpu to run it: add cpu to --target");
       kernelIndex.emplace(std::make_pair(d.kernel, key), 0);
       keys.back().push_back(key);
     }
@@ -328,7 +354,9 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
                                                  fbb, tokenizer, chatTemplate));
   auto configTable = buildConfig(fbb, model, configJson, hasDraft, options);
   auto producer = fbb.CreateString("kiln-compile 0.1");
-  std::vector<std::string> targetNames = {"x86_64"};
+  std::vector<std::string> targetNames;
+  if (cpu)
+    targetNames.emplace_back("x86_64");
   for (rocdl::Chip chip : chips)
     targetNames.emplace_back(rocdl::chipInfo(chip).name);
   auto targets = fbb.CreateVectorOfStrings(targetNames);

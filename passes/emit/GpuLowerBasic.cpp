@@ -25,7 +25,7 @@ kiln::emit::lowerBasicDispatch(const GpuDispatchContext &c) {
     const StreamedWeight &stored = c.stored(1);
     if (w.shape.size() != 2 || w.experts > 0)
       return std::nullopt;
-    if (stored.layout == fb::WeightLayout::Mxfp4 && stored.gpuData)
+    if (stored.gpuMxfp4())
       s.kind = KernelKind::MxGemm;
     else if (stored.layout == fb::WeightLayout::Dense &&
              stored.dtype == fb::DType::BF16)

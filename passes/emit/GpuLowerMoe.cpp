@@ -48,7 +48,7 @@ enum Scratch : uint32_t {
 /// for FP8 block-128 with scales; -1 otherwise.
 int expertFormat(const GpuDispatchContext &c, size_t i) {
   const StreamedWeight &s = c.stored(i);
-  if (s.layout == fb::WeightLayout::Mxfp4 && s.gpuData && s.gpuScales)
+  if (s.gpuMxfp4())
     return 0;
   if (s.layout == fb::WeightLayout::Dense && s.dtype == fb::DType::BF16)
     return 1;

@@ -50,6 +50,13 @@ struct WeightSpec {
   /// (DensePanel4, Mxfp4Panel4) where its shape allows: set for weights
   /// that only `MatWeight` arguments read.
   bool panels = false;
+  /// GPU targets: where an MXFP4 weight's copy in the GPU matmul layout
+  /// (fb::WeightLayout::Mxfp4Gpu) goes. None: no GPU matmul reads it (or
+  /// no GPU target). Beside: next to the checkpoint layout, which the CPU
+  /// or another GPU kernel reads. Instead: the only copy (a GPU-only
+  /// artifact whose every reader of it is a GPU matmul).
+  enum class GpuCopy { None, Beside, Instead };
+  GpuCopy gpuCopy = GpuCopy::None;
 };
 
 // The plan level's structs, shared with the runtime's tests (one

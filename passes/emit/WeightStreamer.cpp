@@ -395,10 +395,11 @@ Result<StreamedWeight> Streamer::stream(const WeightSpec &spec) {
   return makeError(StatusCode::Internal, "unknown weight kind");
 }
 
-/// Reads each expert's checkpoint-layout MXFP4 bytes back and writes them
-/// shuffled (rocdl::shuffleMxfp4Weight), experts one after another.
-Status appendGpuCopy(const WeightSpec &spec, artifact::ArtifactWriter &writer,
-                     StreamedWeight &w) {
+/// Reads each expert's checkpoint-layout MXFP4 bytes back from `from` and
+/// writes them shuffled (rocdl::shuffleMxfp4Weight) to `to`, experts one
+/// after another.
+Status appendGpuCopy(const WeightSpec &spec, artifact::ArtifactWriter &from,
+                     artifact::ArtifactWriter &to, StreamedWeight &w) {
   std::vector<int64_t> shape = matrixShape(spec);
   int64_t n = shape[0], k = shape[1];
   int64_t count = std::max<int64_t>(spec.experts, 1);
@@ -406,26 +407,51 @@ Status appendGpuCopy(const WeightSpec &spec, artifact::ArtifactWriter &writer,
   std::vector<uint8_t> packed(dataBytes), scales(scaleBytes);
   std::vector<rocdl::ShuffledMxWeight> shuffled;
   std::vector<uint8_t> allScales;
-  KILN_RETURN_IF_ERROR(writer.beginSegment());
+  KILN_RETURN_IF_ERROR(to.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_RETURN_IF_ERROR(writer.readBack(w.data, uint64_t(e) * dataBytes,
-                                         packed.data(), dataBytes));
-    KILN_RETURN_IF_ERROR(writer.readBack(*w.scales, uint64_t(e) * scaleBytes,
-                                         scales.data(), scaleBytes));
+    KILN_RETURN_IF_ERROR(from.readBack(w.data, uint64_t(e) * dataBytes,
+                                       packed.data(), dataBytes));
+    KILN_RETURN_IF_ERROR(from.readBack(*w.scales, uint64_t(e) * scaleBytes,
+                                       scales.data(), scaleBytes));
     rocdl::ShuffledMxWeight one;
     std::string error;
     if (!rocdl::shuffleMxfp4Weight(packed.data(), scales.data(), n, k, one,
                                    error))
       return makeError(StatusCode::InvalidArgument, error);
-    KILN_RETURN_IF_ERROR(writer.append(one.data.data(), one.data.size()));
+    KILN_RETURN_IF_ERROR(to.append(one.data.data(), one.data.size()));
     allScales.insert(allScales.end(), one.scales.begin(), one.scales.end());
   }
-  KILN_ASSIGN_OR_RETURN(fb::Extent data, writer.endSegment());
-  KILN_ASSIGN_OR_RETURN(
-      fb::Extent sc, writer.writeSegment(allScales.data(), allScales.size()));
+  KILN_ASSIGN_OR_RETURN(fb::Extent data, to.endSegment());
+  KILN_ASSIGN_OR_RETURN(fb::Extent sc,
+                        to.writeSegment(allScales.data(), allScales.size()));
   w.gpuData = data;
   w.gpuScales = sc;
   return Status::ok();
+}
+
+/// A weight whose only copy is the GPU layout: streamed in the checkpoint
+/// layout into a scratch file beside the artifact (its temporary files go
+/// when the scratch writer does), shuffled from there into the artifact.
+/// Disk holds one extra weight (one expert stack) at a time.
+Result<StreamedWeight> streamGpuOnly(const WeightSpec &spec,
+                                     const TensorSource &source,
+                                     artifact::ArtifactWriter &writer,
+                                     Progress &progress) {
+  KILN_ASSIGN_OR_RETURN(auto scratch, artifact::ArtifactWriter::create(
+                                          writer.path() + ".scratch"));
+  Streamer streamer(source, *scratch, progress);
+  KILN_ASSIGN_OR_RETURN(StreamedWeight rows, streamer.stream(spec));
+  if (rows.layout != fb::WeightLayout::Mxfp4 || !rows.scales)
+    return makeError(StatusCode::Internal, "a GPU-only copy needs an MXFP4 "
+                                           "weight in the checkpoint layout");
+  KILN_RETURN_IF_ERROR(appendGpuCopy(spec, *scratch, writer, rows));
+  StreamedWeight out;
+  out.layout = fb::WeightLayout::Mxfp4Gpu;
+  out.dtype = rows.dtype;
+  out.data = *rows.gpuData;
+  out.scales = *rows.gpuScales;
+  out.source = rows.source + ", GPU layout only";
+  return out;
 }
 
 } // namespace
@@ -480,9 +506,10 @@ void Progress::print(bool final) {
   std::fflush(out_);
 }
 
-Result<std::vector<StreamedWeight>> kiln::emit::streamWeights(
-    const std::vector<WeightSpec> &weights, const TensorSource &source,
-    artifact::ArtifactWriter &writer, FILE *progressOut, bool gpuCopies) {
+Result<std::vector<StreamedWeight>>
+kiln::emit::streamWeights(const std::vector<WeightSpec> &weights,
+                          const TensorSource &source,
+                          artifact::ArtifactWriter &writer, FILE *progressOut) {
   uint64_t totalBytes = 0;
   size_t totalTensors = 0;
   for (const WeightSpec &w : weights) {
@@ -504,12 +531,15 @@ Result<std::vector<StreamedWeight>> kiln::emit::streamWeights(
   std::vector<StreamedWeight> out;
   out.reserve(weights.size());
   for (const WeightSpec &w : weights) {
-    auto streamed = streamer.stream(w);
+    using GpuCopy = WeightSpec::GpuCopy;
+    auto streamed = w.gpuCopy == GpuCopy::Instead
+                        ? streamGpuOnly(w, source, writer, progress)
+                        : streamer.stream(w);
     if (!streamed.isOk())
       return streamed.status().withContext("weight '" + w.name + "'");
     StreamedWeight sw = std::move(streamed).value();
-    if (gpuCopies && sw.layout == fb::WeightLayout::Mxfp4) {
-      Status s = appendGpuCopy(w, writer, sw);
+    if (w.gpuCopy == GpuCopy::Beside && sw.layout == fb::WeightLayout::Mxfp4) {
+      Status s = appendGpuCopy(w, writer, writer, sw);
       if (!s.isOk())
         return s.withContext("weight '" + w.name + "' (GPU copy)");
     }

@@ -31,6 +31,13 @@ struct StreamedWeight {
   /// MXFP4 weights of GPU artifacts: the copy in the GPU kernels' layout
   /// (fb::WeightLayout::Mxfp4Gpu, MxWeightLayout per expert).
   std::optional<fb::Extent> gpuData, gpuScales;
+
+  /// Whether GPU matmuls can read it as MXFP4: a copy in their layout
+  /// beside the checkpoint layout, or that layout alone.
+  bool gpuMxfp4() const {
+    return (layout == fb::WeightLayout::Mxfp4 && gpuData && gpuScales) ||
+           (layout == fb::WeightLayout::Mxfp4Gpu && scales);
+  }
 };
 
 /// Progress of a long compile: a bar on a terminal, plain lines otherwise.
@@ -50,12 +57,13 @@ private:
   int lastPercent_ = -1;
 };
 
-/// Streams every weight. With `gpuCopies`, every MXFP4 weight also gets its
-/// GPU-layout copy, shuffled from the bytes just written.
+/// Streams every weight. An MXFP4 weight whose WeightSpec::gpuCopy says so
+/// gets its GPU-layout copy, shuffled from the checkpoint-layout bytes
+/// just written (Beside), or only that copy (Instead).
 Result<std::vector<StreamedWeight>>
 streamWeights(const std::vector<WeightSpec> &weights,
               const TensorSource &source, artifact::ArtifactWriter &writer,
-              FILE *progressOut, bool gpuCopies = false);
+              FILE *progressOut);
 
 } // namespace kiln::emit
 

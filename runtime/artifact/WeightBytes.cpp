@@ -52,7 +52,8 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
       layout != fb::WeightLayout::DensePanel4 &&
       layout != fb::WeightLayout::Fp8Block128 &&
       layout != fb::WeightLayout::Mxfp4 &&
-      layout != fb::WeightLayout::Mxfp4Panel4)
+      layout != fb::WeightLayout::Mxfp4Panel4 &&
+      layout != fb::WeightLayout::Mxfp4Gpu)
     return makeError(StatusCode::InvalidArgument, what, ": layout ",
                      static_cast<int>(layout), " is not a known WeightLayout");
   if (rank > MAX_RANK)
@@ -99,7 +100,8 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
     return out;
   }
   const bool mxfp4 = layout == fb::WeightLayout::Mxfp4 ||
-                     layout == fb::WeightLayout::Mxfp4Panel4;
+                     layout == fb::WeightLayout::Mxfp4Panel4 ||
+                     layout == fb::WeightLayout::Mxfp4Gpu;
   fb::DType needed = mxfp4 ? fb::DType::F4E2M1 : fb::DType::F8E4M3;
   if (dtype != needed)
     return makeError(StatusCode::InvalidArgument, what, ": layout ", layoutName,
@@ -121,6 +123,8 @@ Result<WeightBytes> expectedWeightBytes(fb::WeightLayout layout,
       return makeError(StatusCode::InvalidArgument, what, ": shape ",
                        formatShape(shape, rank), " has last dim K = ", k,
                        ", expected a multiple of 32 (the MX block size)");
+    if (layout == fb::WeightLayout::Mxfp4Gpu) // a GPU-only artifact's copy
+      return mxfp4GpuBytes(shape, rank);
     out.data = out.elements / 2;
     out.scales = out.elements / 32; // one E8M0 byte per 32 along K
     return out;

@@ -82,8 +82,23 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
 
   uint32_t nWeights = meta.weights() ? meta.weights()->size() : 0;
   model->weights_.resize(nWeights);
-  for (uint32_t i = 0; i < nWeights; ++i)
+  for (uint32_t i = 0; i < nWeights; ++i) {
     bindWeight(*model->artifact_, i, model->weights_[i]);
+    if (model->deviceOnly_.empty())
+      model->deviceOnly_ = model->weights_[i].deviceOnly;
+  }
+  if (!model->deviceOnly_.empty() && !options.forDevice) {
+    std::string targets;
+    if (meta.targets())
+      for (const auto *t : *meta.targets())
+        targets += (targets.empty() ? "" : ",") + t->str();
+    return fail(makeError(StatusCode::FailedPrecondition,
+                          "the artifact's targets are '", targets,
+                          "', without cpu: ", model->deviceOnly_,
+                          ". Run it on the GPU (--device=hip), or compile it "
+                          "with --target=cpu,",
+                          targets));
+  }
 
   if (const fb::Tokenizer *table = meta.tokenizer()) {
     Result<TokenizerData> data = artifact::tokenizerFromFlatbuffer(*table);
@@ -182,6 +197,9 @@ Result<PlanOutputs> Model::run(std::string_view name,
   }
   if (device_)
     return device_->run(plan->plan(), inputs);
+  if (!deviceOnly_.empty())
+    return makeError(StatusCode::FailedPrecondition, artifact_->path(),
+                     ": plan '", name, "' runs only on a GPU: ", deviceOnly_);
   if (!meets())
     return plan->run(inputs);
   // Checked before the meeting: once the ranks have met, every one of them

@@ -56,6 +56,10 @@ struct LoadOptions {
   /// The ranks the plans' collectives (all_reduce, ...) run over; null: this
   /// process is the only rank. Not owned; must outlive the model.
   comm::Communicator *comm = nullptr;
+  /// The plans will run on a device attached after loading
+  /// (attachDevice): weights only a GPU reads (a GPU-only artifact) are
+  /// allowed. Without it, such an artifact is refused at load.
+  bool forDevice = false;
 };
 
 /// The model facts from the artifact's ModelConfig.
@@ -207,6 +211,9 @@ private:
   /// Each rank's tokens in the plan call being run (ExecContext::rankTokens).
   std::vector<int64_t> rankTokens_;
   int64_t idlePlanCalls_ = 0;
+  /// Why the CPU cannot run the plans (BoundWeight::deviceOnly of the
+  /// first such weight); empty when it can.
+  std::string deviceOnly_;
 };
 
 /// One sequence of a Model for the Session's lifetime (closed, with its

@@ -69,6 +69,14 @@ void bindWeight(const artifact::Artifact &artifact, uint32_t index,
     format = cpu::WeightFormat::FP8;
     elemBytesNum = 1;
     break;
+  case fb::WeightLayout::Mxfp4Gpu:
+    // The shuffled layout of the GPU matmuls: bound by shape only.
+    out.deviceOnly = "weight '" + out.name + "' (" + describeWeight(w) +
+                     ") is stored only in the GPU matmul layout (an artifact "
+                     "compiled without the cpu target)";
+    data = nullptr;
+    scales = nullptr;
+    [[fallthrough]];
   case fb::WeightLayout::Mxfp4:
   case fb::WeightLayout::Mxfp4Panel4:
     format = cpu::WeightFormat::MXFP4;

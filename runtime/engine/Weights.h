@@ -30,6 +30,10 @@ struct BoundWeight {
   const float *values = nullptr;
   /// Why the CPU runtime cannot use this weight; empty when it can.
   std::string unsupported;
+  /// Set when only a GPU can read it (WeightLayout Mxfp4Gpu, the only
+  /// copy in a GPU-only artifact): what and why. The plans validate its
+  /// shape; `view` has no bytes, and the CPU runs no plan that reads it.
+  std::string deviceOnly;
 
   int64_t rank() const { return int64_t(shape.size()); }
   bool isMatrix() const { return unsupported.empty() && rank() == 2; }

@@ -542,6 +542,7 @@ int main(int argc, char **argv) {
     lo.threads = threads;
     lo.pinThreads = o.pinThreads;
     lo.comm = &comm;
+    lo.forDevice = o.device == "hip";
     auto loaded = engine::Model::load(o.model, lo);
     if (!loaded.isOk())
       return fail(loaded.status());

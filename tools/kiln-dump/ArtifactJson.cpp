@@ -127,8 +127,49 @@ struct Totals {
   }
 };
 
+/// The weight bytes each kind of target reads, and every copy stored: a
+/// weight with a GPU copy is read from it by GPUs and from its own layout
+/// by the CPU; the CPU's row panels are for the CPU only, the GPU matmul
+/// layout of a GPU-only artifact for GPUs only.
+struct TargetBytes {
+  uint64_t stored = 0, cpu = 0, gpu = 0;
+  uint64_t cpuUnreadable = 0, gpuUnreadable = 0; // weights
+  void add(const fb::Weight &w) {
+    uint64_t own = w.data()->size() + (w.scales() ? w.scales()->size() : 0);
+    uint64_t copy = w.gpu_data()
+                        ? w.gpu_data()->size() +
+                              (w.gpu_scales() ? w.gpu_scales()->size() : 0)
+                        : 0;
+    stored += own + copy;
+    if (w.layout() == fb::WeightLayout::Mxfp4Gpu)
+      ++cpuUnreadable;
+    else
+      cpu += own;
+    if (w.gpu_data())
+      gpu += copy;
+    else if (w.layout() == fb::WeightLayout::DensePanel4 ||
+             w.layout() == fb::WeightLayout::Mxfp4Panel4)
+      ++gpuUnreadable;
+    else
+      gpu += own;
+  }
+  Json json(const fb::Artifact &meta) const {
+    bool cpuTarget = false, gpuTarget = false;
+    if (const auto *targets = meta.targets())
+      for (const auto *t : *targets)
+        (t->string_view() == "x86_64" ? cpuTarget : gpuTarget) = true;
+    Json out = Json::object();
+    if (cpuTarget)
+      out["cpu"] = Json{{"bytes", cpu}, {"unreadable_weights", cpuUnreadable}};
+    if (gpuTarget)
+      out["gpu"] = Json{{"bytes", gpu}, {"unreadable_weights", gpuUnreadable}};
+    return out;
+  }
+};
+
 Result<Json> weightsJson(const fb::Artifact &meta, bool listEach) {
   Totals all;
+  TargetBytes targets;
   std::map<std::string, Totals> byLayout;
   Json tensors = Json::array();
   if (const auto *weights = meta.weights())
@@ -140,6 +181,7 @@ Result<Json> weightsJson(const fb::Artifact &meta, bool listEach) {
       uint64_t bytes =
           w->data()->size() + (w->scales() ? w->scales()->size() : 0);
       all.add(expected.elements, bytes);
+      targets.add(*w);
       byLayout[fb::EnumNameWeightLayout(w->layout())].add(expected.elements,
                                                           bytes);
       if (!listEach)
@@ -164,6 +206,8 @@ Result<Json> weightsJson(const fb::Artifact &meta, bool listEach) {
       tensors.push_back(std::move(t));
     }
   Json out = all.json();
+  out["stored_bytes"] = targets.stored;
+  out["by_target"] = targets.json(meta);
   Json layouts = Json::object();
   for (const auto &[name, totals] : byLayout)
     layouts[name] = totals.json();

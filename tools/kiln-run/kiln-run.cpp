@@ -677,6 +677,7 @@ int main(int argc, char **argv) {
     load.pinThreads = o.pinThreads;
     load.verifyChecksums = o.verify;
     load.comm = comm.get();
+    load.forDevice = o.device == "hip";
     std::unique_ptr<Model> model = orFail(Model::load(path, load));
     if (o.device == "hip") {
       hip::HipPlanOptions hipOptions;

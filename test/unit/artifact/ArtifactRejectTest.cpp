@@ -386,6 +386,31 @@ TEST_F(ArtifactReject, GpuCopyWithTheWrongLayout) {
                   "gpu_layout Mxfp4"});
 }
 
+// A GPU-only artifact stores an MXFP4 matmul weight once, in the GPU
+// layout: its segments have that layout's sizes, and it needs F4E2M1.
+TEST(WeightBytes, GpuLayoutAloneHasTheGpuCopySizes) {
+  const int64_t stack[] = {2, 8, 64}, odd[] = {8, 48};
+  auto bytes = expectedWeightBytes(fb::WeightLayout::Mxfp4Gpu,
+                                   fb::DType::F4E2M1, stack, 3, "w");
+  ASSERT_TRUE(bytes.isOk()) << bytes.status().toString();
+  WeightBytes gpu = mxfp4GpuBytes(stack, 3);
+  EXPECT_EQ(bytes->data, gpu.data);
+  EXPECT_EQ(bytes->scales, gpu.scales);
+  EXPECT_EQ(bytes->data, uint64_t(2 * 1 * 1 * 64 * 16)); // as SampleOptions
+  EXPECT_EQ(bytes->elements, uint64_t(2 * 8 * 64));
+  auto bf16 = expectedWeightBytes(fb::WeightLayout::Mxfp4Gpu, fb::DType::BF16,
+                                  stack, 3, "w");
+  ASSERT_FALSE(bf16.isOk());
+  EXPECT_NE(bf16.status().message().find("layout Mxfp4Gpu needs dtype F4E2M1"),
+            std::string::npos)
+      << bf16.status().message();
+  auto k48 = expectedWeightBytes(fb::WeightLayout::Mxfp4Gpu, fb::DType::F4E2M1,
+                                 odd, 2, "w");
+  ASSERT_FALSE(k48.isOk());
+  EXPECT_NE(k48.status().message().find("a multiple of 32"), std::string::npos)
+      << k48.status().message();
+}
+
 TEST(WeightBytes, RowPanelsAreBF16MatricesOfWholePanels) {
   const int64_t ok[] = {3, 8, 64}, rows6[] = {6, 64}, cols48[] = {8, 48},
                 vec[] = {64};

@@ -277,6 +277,53 @@ TEST_F(WeightStreamerTest, SlicesRowsAndColumnsOfEveryKind) {
       << unaligned.status().message();
 }
 
+// GPU targets: an MXFP4 stack with its GPU-layout copy Beside the
+// checkpoint layout, and the same stack with that copy Instead (a GPU-only
+// artifact): the GPU bytes are the same, and Instead stores nothing else
+// (its checkpoint layout went to a scratch file that is gone).
+TEST_F(WeightStreamerTest, GpuLayoutBesideOrInsteadOfTheCheckpointLayout) {
+  MemorySource src;
+  for (int e = 0; e < 2; ++e)
+    src.add("experts." + std::to_string(e) + ".w", Dtype::BF16, {16, 128},
+            bf16Bytes(ramp(16 * 128, float(e) - 0.5f)));
+  std::vector<WeightSpec> specs(2);
+  for (WeightSpec &spec : specs) {
+    spec.kind = WeightKind::Mxfp4Quant;
+    spec.name = "experts.{e}.w";
+    spec.shape = {2, 16, 128};
+    spec.experts = 2;
+    spec.dtype = ElemType::F4E2M1;
+  }
+  specs[0].gpuCopy = WeightSpec::GpuCopy::Beside;
+  specs[1].gpuCopy = WeightSpec::GpuCopy::Instead;
+  auto streamed = streamWeights(specs, src, *writer_, nullptr);
+  ASSERT_TRUE(streamed.isOk()) << streamed.status().message();
+  const StreamedWeight &beside = (*streamed)[0], &instead = (*streamed)[1];
+  EXPECT_EQ(beside.layout, fb::WeightLayout::Mxfp4);
+  ASSERT_TRUE(beside.gpuData && beside.gpuScales);
+  EXPECT_TRUE(beside.gpuMxfp4());
+  EXPECT_EQ(instead.layout, fb::WeightLayout::Mxfp4Gpu);
+  EXPECT_FALSE(instead.gpuData || instead.gpuScales);
+  ASSERT_TRUE(instead.scales);
+  EXPECT_TRUE(instead.gpuMxfp4());
+  EXPECT_EQ(read(instead.data), read(*beside.gpuData));
+  EXPECT_EQ(read(*instead.scales), read(*beside.gpuScales));
+  EXPECT_EQ(instead.source, beside.source + ", GPU layout only");
+  // The artifact ends right after Instead's two segments: the checkpoint
+  // layout of it was written elsewhere.
+  EXPECT_GT(instead.data.offset(), beside.gpuScales->offset());
+  EXPECT_EQ(instead.scales->offset(),
+            (instead.data.offset() + instead.data.size() + 4095) / 4096 * 4096);
+  for (const auto &entry : std::filesystem::directory_iterator(
+           std::filesystem::path(path_).parent_path()))
+    EXPECT_EQ(
+        entry.path().filename().string().find(
+            std::filesystem::path(path_).filename().string() + ".scratch"),
+        std::string::npos)
+        << entry.path();
+  EXPECT_EQ(src.outside, 0);
+}
+
 TEST_F(WeightStreamerTest, MissingTensorNamesItAndTheSource) {
   MemorySource src;
   std::vector<WeightSpec> specs(1);
