@@ -52,9 +52,10 @@ void kiln::cpu::matmul(ThreadPool &pool, const float *x, int64_t T,
   io.yStride = w.rows;
   io.tokens = T;
   // Whole 32-row tiles per thread keep the GEMM tiles full; GEMV rows are
-  // independent, so any split gives the same bits.
+  // independent, so any split gives the same bits. A weight row costs K
+  // multiply-adds per token.
   pool.parallelFor(
       w.rows,
       [&](int64_t begin, int64_t end, int) { matmulRows(io, w, begin, end); },
-      /*grain=*/32);
+      /*grain=*/32, /*unitCost=*/w.cols * T);
 }

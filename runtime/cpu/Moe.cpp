@@ -74,6 +74,7 @@ struct FusedMoe {
   const MoeWeights &w;
   ExpertRun *runs = nullptr;
   int64_t numRuns = 0;
+  int64_t pairs = 0;          // routed (token, expert) rows
   int32_t *tokenOf = nullptr; // compact row -> token
   float *scaleOf = nullptr;   // compact row -> routing weight
   float *act = nullptr;       // [pairs, I]: gate, then SwiGLU · weight
@@ -100,6 +101,7 @@ struct FusedMoe {
         ++runs[numRuns - 1].count;
       }
     }
+    pairs = c;
     act = arena.alloc<float>(blocks.numPairs * I);
     upOut = arena.alloc<float>(blocks.numPairs * I);
     if (Is) {
@@ -186,17 +188,26 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
   // the same fraction of the shared expert's units.
   const int64_t unitsRouted = (moe.I + kRowUnit - 1) / kRowUnit;
   const int64_t unitsShared = (moe.Is + kRowUnit - 1) / kRowUnit;
-  pool.parallelFor(unitsRouted, [&](int64_t u0, int64_t u1, int) {
-    auto sharedRow = [&](int64_t u) {
-      return std::min(moe.Is, u * unitsShared / unitsRouted * kRowUnit);
-    };
-    moe.gateUp(u0 * kRowUnit, std::min(moe.I, u1 * kRowUnit), sharedRow(u0),
-               sharedRow(u1));
-  });
+  // Multiply-adds of a unit: gate and up rows for every routed pair, and
+  // the unit's share of the shared expert for every token.
+  const int64_t unitCost =
+      2 * kRowUnit * moe.H *
+      (moe.pairs + moe.T * moe.Is / std::max<int64_t>(1, moe.I));
+  pool.parallelFor(
+      unitsRouted,
+      [&](int64_t u0, int64_t u1, int) {
+        auto sharedRow = [&](int64_t u) {
+          return std::min(moe.Is, u * unitsShared / unitsRouted * kRowUnit);
+        };
+        moe.gateUp(u0 * kRowUnit, std::min(moe.I, u1 * kRowUnit), sharedRow(u0),
+                   sharedRow(u1));
+      },
+      /*grain=*/1, unitCost);
 
   // Phase 2: a thread owns columns [n0, n1) of y, so the order in which
-  // experts are added never depends on timing.
+  // experts are added never depends on timing. A column costs I per pair
+  // and Is per token.
   pool.parallelFor(
       moe.H, [&](int64_t n0, int64_t n1, int) { moe.down(y, n0, n1); },
-      /*grain=*/32);
+      /*grain=*/32, /*unitCost=*/moe.I * moe.pairs + moe.Is * moe.T);
 }

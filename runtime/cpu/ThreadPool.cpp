@@ -95,6 +95,16 @@ int defaultSpinMicros(int threads, int cpus) {
   return threads > cpus ? 20 : ThreadPool::kDefaultSpinMicros;
 }
 
+int64_t defaultMinChunkCost() {
+  if (const char *env = std::getenv("KILN_MIN_CHUNK_COST")) {
+    char *end = nullptr;
+    long long v = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 0 && v <= (1ll << 40))
+      return int64_t(v);
+  }
+  return ThreadPool::kDefaultMinChunkCost;
+}
+
 /// Chunks per thread: enough that a late thread's share is picked up by the
 /// others, few enough that claiming them costs little.
 constexpr int64_t kChunksPerThread = 2;
@@ -127,6 +137,8 @@ ThreadPool::ThreadPool(int threads, PoolOptions options)
   oversubscribed_ = threads_ > cpuCount;
   spinMicros_ = options.spinMicros >= 0 ? options.spinMicros
                                         : defaultSpinMicros(threads_, cpuCount);
+  minChunkCost_ =
+      options.minChunkCost >= 0 ? options.minChunkCost : defaultMinChunkCost();
   if (options.pinThreads) {
     if (int(cpus_.size()) < threads_)
       pinError_ = "--cpu-affinity: " + std::to_string(threads_) +
@@ -173,10 +185,14 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::parallelFor(
     int64_t n, const std::function<void(int64_t, int64_t, int)> &fn,
-    int64_t grain) {
+    int64_t grain, int64_t unitCost) {
   if (n <= 0)
     return;
   grain = std::max<int64_t>(1, grain);
+  if (unitCost > 0) { // whole grains of at least minChunkCost_
+    const int64_t grainCost = grain * unitCost;
+    grain *= std::max<int64_t>(1, (minChunkCost_ + grainCost - 1) / grainCost);
+  }
   const int64_t units = (n + grain - 1) / grain;
   if (threads_ == 1 || units == 1) {
     fn(0, n, 0);

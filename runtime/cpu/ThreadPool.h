@@ -17,6 +17,12 @@
 // stall. Which thread runs a chunk does not change its result: callers use
 // the worker index only to pick scratch space.
 //
+// A caller that says what an element costs (matmul rows, MoE units,
+// attention items: multiply-adds) gets chunks of at least minChunkCost()
+// (about 3 us on one core): starting another thread and waiting for it
+// costs about a microsecond on a 2-vCPU guest, so a small model's decode
+// dispatches run on the caller alone while large ones still split.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_CPU_THREADPOOL_H
@@ -45,6 +51,10 @@ struct PoolOptions {
   /// is the one that constructs the pool and calls parallelFor; its mask is
   /// restored when the pool is destroyed).
   bool pinThreads = false;
+  /// ThreadPool::minChunkCost(); negative picks the default
+  /// (kDefaultMinChunkCost, or $KILN_MIN_CHUNK_COST); 0 splits every
+  /// costed range as an uncosted one.
+  int64_t minChunkCost = -1;
 };
 
 class ThreadPool {
@@ -66,9 +76,21 @@ public:
   /// `grain` except the last) and runs fn(begin, end, worker) on each, the
   /// calling thread included; returns when all are done. Calls from several
   /// threads at once are not allowed (one caller owns a pool).
+  ///
+  /// `unitCost` is the work of one element of [0, n) in multiply-adds (0:
+  /// not known). A chunk then gets at least minChunkCost() of it, so a
+  /// dispatch too small to pay for another thread's start and the wait for
+  /// it runs on the caller alone. Callers whose split changes no result
+  /// (every caller here) may pass it.
   void parallelFor(int64_t n,
                    const std::function<void(int64_t, int64_t, int)> &fn,
-                   int64_t grain = 1);
+                   int64_t grain = 1, int64_t unitCost = 0);
+  /// The least work (multiply-adds) a chunk of a costed parallelFor gets
+  /// (PoolOptions::minChunkCost).
+  int64_t minChunkCost() const { return minChunkCost_; }
+  /// About 3 us of the FP32 kernels on one core (bench/RESULTS.md,
+  /// "small dispatches").
+  static constexpr int64_t kDefaultMinChunkCost = 65536;
 
 private:
   void workerLoop(int index);
@@ -76,6 +98,7 @@ private:
 
   int threads_;
   int spinMicros_;
+  int64_t minChunkCost_ = kDefaultMinChunkCost;
   /// More threads than CPUs: spinning threads also yield.
   bool oversubscribed_ = false;
   std::string pinError_;

@@ -178,13 +178,23 @@ void kiln::cpu::detail::attend(ThreadPool &pool, const AttendProblem &p,
   const int64_t group = (rep + wanted - 1) / wanted;
   const int64_t groupsPerHead = (rep + group - 1) / group;
   const size_t stride = perThreadBytes(p);
-  forEachItem(pool, units * groupsPerHead, [&](int64_t item, int worker) {
-    Carver c(workspace + size_t(worker) * stride);
-    const Buffers b = carve(c, p);
-    const int64_t g = item % groupsPerHead;
-    const int64_t unit = item / groupsPerHead;
-    const int64_t kvHead = unit % p.kvHeads, t = unit / p.kvHeads;
-    const int64_t h0 = kvHead * rep + g * group;
-    attendGroup(p, t, kvHead, h0, std::min(group, rep - g * group), b);
-  });
+  // An item's multiply-adds: scores and values of its heads over the keys
+  // its token reads (the mean over the tokens).
+  int64_t keys = 0;
+  for (int64_t t = 0; t < p.tokens; ++t)
+    keys += p.keyLists ? std::min<int64_t>(p.keyListWidth, p.positions[t] + 1)
+                       : p.positions[t] + 1;
+  const int64_t itemCost = keys / p.tokens * (p.keyDim + p.valueDim) * group;
+  forEachItem(
+      pool, units * groupsPerHead,
+      [&](int64_t item, int worker) {
+        Carver c(workspace + size_t(worker) * stride);
+        const Buffers b = carve(c, p);
+        const int64_t g = item % groupsPerHead;
+        const int64_t unit = item / groupsPerHead;
+        const int64_t kvHead = unit % p.kvHeads, t = unit / p.kvHeads;
+        const int64_t h0 = kvHead * rep + g * group;
+        attendGroup(p, t, kvHead, h0, std::min(group, rep - g * group), b);
+      },
+      itemCost);
 }

@@ -202,11 +202,14 @@ void kiln::cpu::mlaAttention(ThreadPool &pool, const MlaArgs &a, float *out,
       t1 = std::min(n, t0 + sliceLen);
     };
 
-    detail::forEachItem(pool, d.heads * slices, [&](int64_t item, int w) {
-      int64_t h, t0, t1;
-      sliceOf(item, h, t0, t1);
-      absorbQuery(a, base, h, t0, t1, l, panelOf(w));
-    });
+    detail::forEachItem(
+        pool, d.heads * slices,
+        [&](int64_t item, int w) {
+          int64_t h, t0, t1;
+          sliceOf(item, h, t0, t1);
+          absorbQuery(a, base, h, t0, t1, l, panelOf(w));
+        },
+        /*itemCost=*/sliceLen * d.nopeDim * d.latentDim);
 
     detail::AttendProblem p = latentProblem(a);
     p.tokens = n;
@@ -217,10 +220,13 @@ void kiln::cpu::mlaAttention(ThreadPool &pool, const MlaArgs &a, float *out,
     p.out = l.oLat;
     detail::attend(pool, p, l.attend);
 
-    detail::forEachItem(pool, d.heads * slices, [&](int64_t item, int w) {
-      int64_t h, t0, t1;
-      sliceOf(item, h, t0, t1);
-      expandOutput(a, base, h, t0, t1, l, panelOf(w), out);
-    });
+    detail::forEachItem(
+        pool, d.heads * slices,
+        [&](int64_t item, int w) {
+          int64_t h, t0, t1;
+          sliceOf(item, h, t0, t1);
+          expandOutput(a, base, h, t0, t1, l, panelOf(w), out);
+        },
+        /*itemCost=*/sliceLen * d.latentDim * d.valueDim);
   }
 }

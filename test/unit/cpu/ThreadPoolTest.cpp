@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -167,6 +170,82 @@ TEST(ThreadPool, SpinBudgetFromTheEnvironment) {
   }
   unsetenv("KILN_SPIN_US");
   EXPECT_EQ(ThreadPool(1).spinMicros(), ThreadPool::kDefaultSpinMicros);
+}
+
+} // namespace
+
+namespace {
+
+/// The chunks of one costed parallelFor, as (begin, end).
+std::vector<std::pair<int64_t, int64_t>>
+costedChunks(ThreadPool &pool, int64_t n, int64_t grain, int64_t unitCost) {
+  std::mutex m;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  pool.parallelFor(
+      n,
+      [&](int64_t b, int64_t e, int) {
+        std::lock_guard<std::mutex> lock(m);
+        chunks.emplace_back(b, e);
+      },
+      grain, unitCost);
+  std::sort(chunks.begin(), chunks.end());
+  return chunks;
+}
+
+// A costed parallelFor gives every chunk but the last at least
+// minChunkCost() of work, in whole grains: a dispatch below it runs as one
+// chunk on the caller; a large one still splits; every index once.
+TEST(ThreadPool, CostedChunksCarryTheMinimumWork) {
+  PoolOptions options;
+  options.minChunkCost = ThreadPool::kDefaultMinChunkCost;
+  ThreadPool pool(2, options);
+  const int64_t min = pool.minChunkCost();
+  ASSERT_EQ(min, ThreadPool::kDefaultMinChunkCost);
+  // 256 rows of a 256-column GEMV for one token: 65,536 multiply-adds.
+  auto small = costedChunks(pool, 256, 32, min / 256);
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_EQ(small[0], std::make_pair(int64_t(0), int64_t(256)));
+  // Without a cost the same call splits.
+  EXPECT_GT(costedChunks(pool, 256, 32, 0).size(), 1u);
+  // 64x the minimum in 4,096 rows: split, each chunk a whole number of
+  // 32-row grains holding at least the minimum.
+  const int64_t unit = 64 * min / 4096;
+  auto large = costedChunks(pool, 4096, 32, unit);
+  ASSERT_GT(large.size(), 1u);
+  int64_t next = 0;
+  for (size_t i = 0; i < large.size(); ++i) {
+    EXPECT_EQ(large[i].first, next);
+    EXPECT_EQ(large[i].first % 32, 0);
+    if (i + 1 < large.size())
+      EXPECT_GE((large[i].second - large[i].first) * unit, min);
+    next = large[i].second;
+  }
+  EXPECT_EQ(next, 4096);
+}
+
+// $KILN_MIN_CHUNK_COST sets the minimum; 0 turns it off; a bad value is
+// ignored; an explicit option wins.
+TEST(ThreadPool, MinimumChunkCostFromTheEnvironment) {
+  const char *before = std::getenv("KILN_MIN_CHUNK_COST");
+  const std::string saved = before ? before : "";
+  ASSERT_EQ(setenv("KILN_MIN_CHUNK_COST", "1000", 1), 0);
+  PoolOptions explicitCost;
+  explicitCost.minChunkCost = 5;
+  EXPECT_EQ(ThreadPool(1, explicitCost).minChunkCost(), 5);
+  EXPECT_EQ(ThreadPool(1).minChunkCost(), 1000);
+  ASSERT_EQ(setenv("KILN_MIN_CHUNK_COST", "0", 1), 0);
+  ThreadPool off(2);
+  EXPECT_EQ(off.minChunkCost(), 0);
+  EXPECT_GT(costedChunks(off, 256, 32, 1).size(), 1u);
+  for (const char *bad : {"x", "5k", "-1", ""}) {
+    ASSERT_EQ(setenv("KILN_MIN_CHUNK_COST", bad, 1), 0);
+    EXPECT_EQ(ThreadPool(1).minChunkCost(), ThreadPool::kDefaultMinChunkCost)
+        << "'" << bad << "'";
+  }
+  unsetenv("KILN_MIN_CHUNK_COST");
+  EXPECT_EQ(ThreadPool(1).minChunkCost(), ThreadPool::kDefaultMinChunkCost);
+  if (before)
+    setenv("KILN_MIN_CHUNK_COST", saved.c_str(), 1);
 }
 
 } // namespace

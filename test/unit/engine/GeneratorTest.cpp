@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
+#include <string>
 
 namespace kiln::engine::test {
 namespace {
@@ -73,6 +75,25 @@ TEST(GeneratorTest, ThreadCountDoesNotChangeResults) {
   ASSERT_TRUE(one && four);
   auto a = generate(*one, kPrompt, greedy(8));
   auto b = generate(*four, kPrompt, greedy(8));
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_EQ(a->promptLogits, b->promptLogits);
+}
+
+// The same with the pool's default minimum work per chunk, whatever the
+// environment says (ctest splits the unit tests as finely as it can): small
+// dispatches then run on one thread, large ones split, same bits.
+TEST(GeneratorTest, ThreadCountDoesNotChangeResultsAtTheDefaultChunkCost) {
+  const char *before = std::getenv("KILN_MIN_CHUNK_COST");
+  const std::string saved = before ? before : "";
+  unsetenv("KILN_MIN_CHUNK_COST");
+  auto one = load(attentionModel(), 1);
+  auto two = load(attentionModel(), 2);
+  if (before)
+    setenv("KILN_MIN_CHUNK_COST", saved.c_str(), 1);
+  ASSERT_TRUE(one && two);
+  auto a = generate(*one, kPrompt, greedy(8));
+  auto b = generate(*two, kPrompt, greedy(8));
   ASSERT_TRUE(a.isOk() && b.isOk());
   EXPECT_EQ(a->tokens, b->tokens);
   EXPECT_EQ(a->promptLogits, b->promptLogits);
