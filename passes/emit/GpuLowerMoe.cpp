@@ -3,11 +3,12 @@
 // moe (Kernels.td: B x, W router, W bias, W gate, W up, W down,
 // W? shared_gate, W? shared_up, W? shared_down, B out) runs as
 //   1. moe_route    x -> ids, weights                       (scratch 0, 1)
-//   2. moe_align    ids -> sorted, blockExpert, meta        (scratch 2, 3, 4)
-//   3. moe_gate_up  x, gate, up -> act [R * topk, I]        (scratch 5)
-//   4. moe_down     act, down -> y [R * topk, H]            (scratch 6)
-//   5. shared expert, when present: gate and up GEMMs of x (scratch 7, 8),
-//      swiglu into scratch 10, the down GEMM into scratch 9 (the mx_gemm /
+//   2. moe_align    ids -> sorted, blockExpert, meta        (scratch 2, 3, 4;
+//                   its per-segment expert counts: 5)
+//   3. moe_gate_up  x, gate, up -> act [R * topk, I]        (scratch 6)
+//   4. moe_down     act, down -> y [R * topk, H]            (scratch 7)
+//   5. shared expert, when present: gate and up GEMMs of x (scratch 8, 9),
+//      swiglu into scratch 11, the down GEMM into scratch 10 (the mx_gemm /
 //      bf16_gemm / fp8_gemm and swiglu kernels; each shared weight in its
 //      own format)
 //   6. moe_down combine=1: out = shared + sum_j weights[j] * y[j]
@@ -36,6 +37,7 @@ enum Scratch : uint32_t {
   kSorted,
   kBlockExpert,
   kMeta,
+  kAlignCounts,
   kAct,
   kExpertOut,
   kSharedGate,
@@ -137,12 +139,13 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
 
   GpuDispatchLowering lowering;
   auto &scratch = lowering.scratch;
-  scratch.resize(shared ? 11 : 7);
+  scratch.resize(shared ? 12 : 8);
   scratch[kIds] = {4 * topk, 0, 0};
   scratch[kWeights] = {4 * topk, 0, 0};
   scratch[kSorted] = {4 * topk, 4 * (e * (bm - 1) + bm), 0};
   scratch[kBlockExpert] = {4 * topk, 4 * (e + 1), 0};
   scratch[kMeta] = {0, 16, 0};
+  scratch[kAlignCounts] = {0, 4 * e * kRowBlock, 0};
   scratch[kAct] = {4 * topk * inter, 0, 0};
   scratch[kExpertOut] = {4 * topk * h, 0, 0};
 
@@ -173,7 +176,7 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
   align.bm = bm;
   add(makeSpec(align), {gridFixed(1), gridFixed(1), gridFixed(1)},
       {argScratch(kIds), argRows(), argScratch(kSorted),
-       argScratch(kBlockExpert), argScratch(kMeta)});
+       argScratch(kBlockExpert), argScratch(kMeta), argScratch(kAlignCounts)});
 
   // Expert GEMMs: grid x over N tiles, y over the most blocks R rows need.
   GpuGridAxis blocks{topk, e * (bm - 1), bm};

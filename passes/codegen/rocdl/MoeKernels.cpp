@@ -10,13 +10,16 @@
 //     (ties to the lower id, NaN last: RowOps.h order); weights = unbiased
 //     s, normalized, times the scaling factor (Router.cpp).
 //  moe_align   (i32 ids[R * topk], i32 R, i32 sorted[], i32 blockExpert[],
-//               i32 meta[4])                                  grid (1)
+//               i32 meta[4], i32 hist[E * 256])               grid (1)
 //     vLLM moe_align_block_size: pairs p = t * topk + j grouped by expert
 //     (ascending), each expert's pairs in ascending p, padded with R * topk
 //     to whole blocks of bm rows; blockExpert per block, meta[0] = blocks.
-//     Thread t owns experts t, t + 256, ...: it scans the ids (staged in LDS
-//     chunks) twice, to count and to scatter, so no atomics are needed and
-//     the order is the CPU's.
+//     A stable counting sort: S = min(256, max(1, pairs / 32)) threads own
+//     contiguous segments of the pairs and count them per expert in their
+//     column of hist; the owner of expert x (threads x, x + 256, ...) turns
+//     row x into each segment's first rank; the segments scatter. O(pairs +
+//     E S) work, O(pairs / S + E S / 256 + S) steps per thread, no atomics,
+//     the CPU's order.
 //  moe_gate_up (f32 x[R, H], gate, up (MXFP4 data + scales, bf16, or FP8
 //               block-128 bytes + f32 scales [E, N/128, K/128] rounded up),
 //               sorted, blockExpert, meta, f32 act[R * topk, I], i32 R)
@@ -259,59 +262,89 @@ struct MoeKernel : KernelBody {
   // moe_align
   //===--------------------------------------------------------------------===//
 
-  /// Pairs staged in LDS per chunk.
-  static constexpr int64_t kChunk = 4 * kRowBlock;
+  /// Pairs per counting segment before a second segment pays for its
+  /// histogram column (zeroed and summed by every expert's owner).
+  static constexpr int64_t kPairsPerSegment = 32;
 
   void align() {
     auto p = params<MoeAlignParams>(spec);
     int64_t e = p.e, topk = p.topk, bm = p.bm;
-    auto fn = createKernelFunc(
-        b, module, spec,
-        {ir.activations(i32(), topk), i32(), ir.activations(i32(), 1),
-         ir.activations(i32(), 1), ir.global(i32(), 4)},
-        {ir.workgroup(i32(), e), ir.workgroup(i32(), e + 1),
-         ir.workgroup(i32(), e), ir.workgroup(i32(), kChunk)});
+    auto fn =
+        createKernelFunc(b, module, spec,
+                         {ir.activations(i32(), topk), i32(),
+                          ir.activations(i32(), 1), ir.activations(i32(), 1),
+                          ir.global(i32(), 4), ir.global(i32(), e * kRowBlock)},
+                         {ir.workgroup(i32(), e), ir.workgroup(i32(), e + 1)});
     Value ids = fn.getArgument(0), sorted = fn.getArgument(2),
-          blockExpert = fn.getArgument(3), meta = fn.getArgument(4);
+          blockExpert = fn.getArgument(3), meta = fn.getArgument(4),
+          hist = fn.getArgument(5);
     auto wgb = fn.getWorkgroupAttributions();
-    Value count = wgb[0], start = wgb[1], fill = wgb[2], chunk = wgb[3];
+    Value count = wgb[0], start = wgb[1];
     IrIndex rows = ir.idx(ir.toIndex(fn.getArgument(1)));
     IrIndex pairs = rows * topk;
     Value pairsI32 = toI32(pairs);
     IrIndex tid = ir.threadId();
+    auto udiv = [&](IrIndex a, IrIndex c) {
+      return ir.idx(arith::DivUIOp::create(b, a, c));
+    };
+    auto umax = [&](IrIndex a, IrIndex c) {
+      return ir.idx(arith::MaxUIOp::create(b, a, c));
+    };
 
+    // Segments: `used` threads each own a contiguous run of pairs, in
+    // order; hist[x * kRowBlock + s] counts segment s's pairs of expert x
+    // (ids outside [0, e): experts of other ranks, skipped).
+    IrIndex used =
+        ir.min(umax(pairs / kPairsPerSegment, ir.idx(1)), ir.idx(kRowBlock));
+    IrIndex segLen = udiv(pairs + used - 1, used);
+    IrIndex segBegin = ir.min(tid * segLen, pairs);
+    IrIndex segEnd = ir.min(segBegin + segLen, pairs);
+    Value mine = ir.ult(tid, used);
+    auto forSegment = [&](const std::function<void(IrIndex, Value)> &body) {
+      ir.ifThen(mine, [&] {
+        ir.forLoop(segBegin, segEnd, 1, {}, [&](IrIndex q, ValueRange) {
+          Value id = ir.load(ids, q);
+          Value inRange = ir.ult(ir.idx(ir.toIndex(id)), ir.idx(e));
+          ir.ifThen(inRange, [&] { body(q, id); });
+          return SmallVector<Value>();
+        });
+      });
+    };
+    auto histAt = [&](Value id, IrIndex segment) {
+      return ir.idx(ir.toIndex(id)) * kRowBlock + segment;
+    };
     auto forOwned = [&](const std::function<void(IrIndex)> &body) {
       ir.forLoop(tid, ir.idx(e), kRowBlock, {}, [&](IrIndex x, ValueRange) {
         body(x);
         return SmallVector<Value>();
       });
     };
-    // Calls body(expert, chunkStart, chunkSize) per staged chunk of ids.
-    auto scan =
-        [&](const std::function<void(IrIndex, IrIndex, IrIndex)> &body) {
-          ir.forLoop(ir.idx(0), pairs, kChunk, {}, [&](IrIndex c0, ValueRange) {
-            barrier();
-            IrIndex n = ir.min(pairs - c0, ir.idx(kChunk));
-            ir.forLoop(tid, n, kRowBlock, {}, [&](IrIndex i, ValueRange) {
-              ir.store(ir.load(ids, c0 + i), chunk, i);
-              return SmallVector<Value>();
-            });
-            barrier();
-            forOwned([&](IrIndex x) { body(x, c0, n); });
-            return SmallVector<Value>();
-          });
-        };
 
-    forOwned([&](IrIndex x) { ir.store(ir.i32(0), count, x); });
-    scan([&](IrIndex x, IrIndex, IrIndex n) {
-      Value xi = toI32(x);
-      Value c = ir.forLoop(
-          ir.idx(0), n, 1, {ir.load(count, x)}, [&](IrIndex i, ValueRange in) {
-            Value hit = cmpi(arith::CmpIPredicate::eq, ir.load(chunk, i), xi);
-            Value one = arith::ExtUIOp::create(b, i32(), hit);
-            return SmallVector<Value>{arith::AddIOp::create(b, in[0], one)};
+    // 1. Zero the columns in use, every thread a share; 2. count.
+    ir.forLoop(
+        tid, ir.idx(e) * used, kRowBlock, {}, [&](IrIndex i, ValueRange) {
+          ir.store(ir.i32(0), hist,
+                   udiv(i, used) * kRowBlock + (i - udiv(i, used) * used));
+          return SmallVector<Value>();
+        });
+    barrier();
+    forSegment([&](IrIndex, Value id) {
+      IrIndex at = histAt(id, tid);
+      ir.store(arith::AddIOp::create(b, ir.load(hist, at), ir.i32(1)), hist,
+               at);
+    });
+    barrier();
+    // 3. Each expert's owner turns its row of counts into each segment's
+    // first rank within the expert, and its total.
+    forOwned([&](IrIndex x) {
+      Value total = ir.forLoop(
+          ir.idx(0), used, 1, {ir.i32(0)}, [&](IrIndex sgm, ValueRange in) {
+            IrIndex at = x * kRowBlock + sgm;
+            Value c = ir.load(hist, at);
+            ir.store(in[0], hist, at);
+            return SmallVector<Value>{arith::AddIOp::create(b, in[0], c)};
           })[0];
-      ir.store(c, count, x);
+      ir.store(total, count, x);
     });
     barrier();
     // Block starts: one thread, E steps.
@@ -333,28 +366,25 @@ struct MoeKernel : KernelBody {
       ir.store(arith::DivUIOp::create(b, end, ir.i32(bm)), meta, ir.idx(0));
     });
     barrier();
-    forOwned([&](IrIndex x) { ir.store(ir.load(start, x), fill, x); });
-    scan([&](IrIndex x, IrIndex c0, IrIndex n) {
-      Value xi = toI32(x);
-      Value f = ir.forLoop(
-          ir.idx(0), n, 1, {ir.toIndex(ir.load(fill, x))},
-          [&](IrIndex i, ValueRange in) {
-            Value hit = cmpi(arith::CmpIPredicate::eq, ir.load(chunk, i), xi);
-            IrIndex at = ir.idx(in[0]);
-            ir.ifThen(hit, [&] { ir.store(toI32(c0 + i), sorted, at); });
-            return SmallVector<Value>{select(hit, at + 1, at)};
-          })[0];
-      ir.store(toI32(f), fill, x);
+    // 4. Scatter: a segment's pairs of expert x go, in order, after those
+    // of the segments before it. No atomics; the order is the CPU's.
+    forSegment([&](IrIndex q, Value id) {
+      IrIndex at = histAt(id, tid);
+      Value rank = ir.load(hist, at);
+      IrIndex dst = ir.idx(ir.toIndex(ir.load(start, ir.idx(ir.toIndex(id))))) +
+                    ir.idx(ir.toIndex(rank));
+      ir.store(toI32(q), sorted, dst);
+      ir.store(arith::AddIOp::create(b, rank, ir.i32(1)), hist, at);
     });
     // Padding and the expert of each block.
     forOwned([&](IrIndex x) {
       IrIndex begin = ir.idx(ir.toIndex(ir.load(start, x)));
       IrIndex end = ir.idx(ir.toIndex(ir.load(start, x + 1)));
-      ir.forLoop(ir.idx(ir.toIndex(ir.load(fill, x))), end, 1, {},
-                 [&](IrIndex i, ValueRange) {
-                   ir.store(pairsI32, sorted, i);
-                   return SmallVector<Value>();
-                 });
+      IrIndex filled = begin + ir.idx(ir.toIndex(ir.load(count, x)));
+      ir.forLoop(filled, end, 1, {}, [&](IrIndex i, ValueRange) {
+        ir.store(pairsI32, sorted, i);
+        return SmallVector<Value>();
+      });
       Value xi = toI32(x);
       ir.forLoop(begin / bm, end / bm, 1, {}, [&](IrIndex blk, ValueRange) {
         ir.store(xi, blockExpert, blk);

@@ -26,6 +26,7 @@
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
 #include "passes/emit/GpuLaunch.h"
 #include "passes/emit/Mxfp4Quantize.h"
+#include "runtime/cpu/Arena.h"
 #include "runtime/cpu/Dequant.h"
 #include "runtime/cpu/Moe.h"
 #include "runtime/cpu/Types.h"
@@ -575,6 +576,72 @@ Case fp8(Case c) {
 // (experts and blocks exchanged) must miss the reference; an FP8 stack
 // stored without scales gets no GPU lowering (nor, then, a CPU-layout
 // fallback: the dispatch stays on the CPU).
+// moe_align alone through the interpreter against cpu::alignBlocks, entry
+// for entry: every expert's pairs in ascending order (a stable counting sort
+// over per-thread segments), padding, block experts and the block count.
+// Shapes: one segment (few pairs), many, the 256-segment cap with uneven
+// segments, more experts than threads, ids of another rank's experts (< 0,
+// skipped), and every pair routed to one expert.
+struct AlignCase {
+  int64_t experts, topk, rows, bm;
+  int pattern; // 0 random, 1 some ids < 0, 2 all to expert E - 1
+};
+
+TEST(MoeAlign, MatchesTheCpuOrder) {
+  std::mt19937 rng(7);
+  for (const AlignCase &a : std::vector<AlignCase>{{8, 4, 1, 16},
+                                                   {8, 4, 33, 32},
+                                                   {256, 8, 64, 16},
+                                                   {256, 8, 1100, 32},
+                                                   {300, 6, 250, 16},
+                                                   {64, 8, 97, 32},
+                                                   {16, 4, 200, 16},
+                                                   {256, 8, 40, 32}}) {
+    for (int pattern : {0, 1, 2}) {
+      const int64_t pairs = a.rows * a.topk;
+      std::vector<int32_t> ids(static_cast<size_t>(pairs));
+      std::uniform_int_distribution<int32_t> pick(0, int32_t(a.experts - 1));
+      for (int32_t &id : ids)
+        id = pattern == 2 ? int32_t(a.experts - 1) : pick(rng);
+      if (pattern == 1)
+        for (size_t i = 0; i < ids.size(); i += 3)
+          ids[i] = -1;
+      std::string what =
+          "E " + std::to_string(a.experts) + " topk " + std::to_string(a.topk) +
+          " rows " + std::to_string(a.rows) + " bm " + std::to_string(a.bm) +
+          " pattern " + std::to_string(pattern);
+
+      cpu::Arena arena;
+      cpu::MoeParams params;
+      params.numExperts = a.experts;
+      params.topK = a.topk;
+      params.blockSize = a.bm;
+      cpu::MoeBlocks want = cpu::alignBlocks(ids.data(), a.rows, params, arena);
+
+      MoeAlignParams p;
+      p.e = a.experts;
+      p.topk = a.topk;
+      p.bm = a.bm;
+      const size_t room = size_t(pairs + a.experts * a.bm);
+      std::vector<int32_t> sorted(room, -7), blockExpert(room, -7), meta(4, -7),
+          counts(size_t(a.experts * kRowBlock), -7);
+      std::string error = interp::runKernel(
+          makeSpec(p), {1, 1, 1},
+          {KernelArg::of(ids), KernelArg::i32(int32_t(a.rows)),
+           KernelArg::of(sorted), KernelArg::of(blockExpert),
+           KernelArg::of(meta), KernelArg::of(counts)});
+      ASSERT_EQ(error, "") << what;
+      ASSERT_EQ(meta[0], int32_t(want.numBlocks)) << what;
+      for (int64_t i = 0; i < want.numPadded; ++i)
+        ASSERT_EQ(sorted[size_t(i)], want.sortedIds[i])
+            << what << " sorted[" << i << "]";
+      for (int64_t i = 0; i < want.numBlocks; ++i)
+        ASSERT_EQ(blockExpert[size_t(i)], want.blockExpert[i])
+            << what << " blockExpert[" << i << "]";
+    }
+  }
+}
+
 TEST(MoeLoweringFp8, WrongScalesFail) {
   for (Chip chip : {Chip::Gfx950, Chip::Gfx942}) {
     Case c = fp8(make(chip, false, false, 256, 160, 2, 1, true, 5, false));
