@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -204,6 +205,29 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   KILN_ASSIGN_OR_RETURN(
       std::vector<StreamedWeight> streamed,
       streamWeights(program.weights, source, *writer, stderr));
+  // What the CPU-and-GPU form costs: the GPU copies beside the CPU layout.
+  uint64_t copies = 0, stored = 0;
+  size_t copied = 0;
+  for (const StreamedWeight &w : streamed) {
+    stored += w.data.size() + (w.scales ? w.scales->size() : 0);
+    if (w.gpuData && w.gpuScales) {
+      copies += w.gpuData->size() + w.gpuScales->size();
+      ++copied;
+    }
+  }
+  auto size = [](uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof(text),
+                  bytes >= 1000000000 ? "%.2f GB" : "%.1f MB",
+                  double(bytes) / (bytes >= 1000000000 ? 1e9 : 1e6));
+    return std::string(text);
+  };
+  if (copied > 0)
+    std::fprintf(stderr,
+                 "kiln-compile: note: %zu MXFP4 weights are stored twice, in "
+                 "the CPU layout and the GPU one: %s of GPU copies beside %s; "
+                 "--target without cpu stores each once\n",
+                 copied, size(copies).c_str(), size(stored).c_str());
 
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   // Weights.
