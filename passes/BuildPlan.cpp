@@ -76,6 +76,8 @@ public:
     WeightDecl decl = base(w);
     decl.kind = plan::WeightKind::dense;
     decl.dtype = type.getRank() == 1 ? Float32Type::get(e.getContext()) : e;
+    if (auto src = w.getSourceScale()) // a dequantized FP8 source
+      decl.scales = src->str();
     return intern(std::move(decl));
   }
 

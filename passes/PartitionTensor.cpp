@@ -15,6 +15,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPARTITIONTENSORPASS
@@ -59,7 +60,7 @@ public:
 
   /// Cuts `ref`'s weights (and scales) to [first, first + count) along
   /// matrix axis `axis` (0 rows, 1 columns), counted in values.
-  LogicalResult slice(Operation *user, WeightRef ref, int64_t axis,
+  LogicalResult slice(Operation *&user, WeightRef ref, int64_t axis,
                       int64_t first, int64_t count) {
     auto values = ref.values->get().getDefiningOp<WeightOp>();
     if (!values)
@@ -81,7 +82,16 @@ public:
       return user->emitOpError()
              << "kiln-partition-tensor: the scales are not a kiln.weight";
     int64_t block = ref.block[size_t(axis)];
-    if (first % block != 0 || (count % block != 0 && first + count != full))
+    bool cut =
+        first % block != 0 || (count % block != 0 && first + count != full);
+    // FP8 blocks cut by the slice: the projection reads the weight
+    // dequantized to f32 instead (the fixture's 384 rows over 2 ranks).
+    if (cut && isa<Float8E4M3FNType>(values.getType().getElementType())) {
+      FailureOr<WeightRef> dense = dequantized(user, values, scales);
+      if (succeeded(dense))
+        return slice(user, *dense, axis, first, count);
+    }
+    if (cut)
       return user->emitOpError()
              << "kiln-partition-tensor: weight '" << values.getName()
              << "' has blocks of " << block << " along its "
@@ -96,6 +106,53 @@ public:
     ref.values->assign(v);
     ref.scales->assign(s);
     return success();
+  }
+
+  /// FP8 `values` x `scales` as one f32 kiln.weight (raw, source_scale):
+  /// the streamer writes q * s. Warns at `user`: the weight takes 4 bytes a
+  /// value on this rank (once per weight name).
+  Value dequantizedWeight(Operation *user, WeightOp values, WeightOp scales) {
+    if (warned_.insert(values.getName()).second)
+      mlir::emitWarning(user->getLoc())
+          << "kiln-partition-tensor: this rank's slice of '" << values.getName()
+          << "' cuts its 128x128 FP8 blocks; it is stored dequantized to f32 "
+             "(4 bytes a value)";
+    OpBuilder b(values);
+    auto type =
+        RankedTensorType::get(values.getType().getShape(), b.getF32Type());
+    replaced_.insert(values);
+    replaced_.insert(scales);
+    return WeightOp::create(b, values.getLoc(), type, values.getName(),
+                            values.getEncoding(),
+                            b.getStringAttr(scales.getName()),
+                            values.getFirstExpertAttr(), DenseI64ArrayAttr())
+        .getResult();
+  }
+
+  /// Makes `user` (a kiln.mx_matmul, or kiln.mla_attention's kv_b) read FP8
+  /// `values` x `scales` as one f32 kiln.weight dequantized at compile time
+  /// (raw f32, source_scale): a kiln.mx_matmul becomes a kiln.matmul. The
+  /// same values the CPU kernels form from the FP8 bytes, 4 bytes each.
+  /// Fails for other users.
+  FailureOr<WeightRef> dequantized(Operation *&user, WeightOp values,
+                                   WeightOp scales) {
+    if (!isa<MxMatmulOp, MlaAttentionOp>(user))
+      return failure();
+    Value dense = dequantizedWeight(user, values, scales);
+    if (auto mx = dyn_cast<MxMatmulOp>(user)) {
+      OpBuilder at(mx);
+      auto mm =
+          MatmulOp::create(at, mx.getLoc(), mx.getType(), mx.getLhs(), dense);
+      mx.getResult().replaceAllUsesWith(mm.getResult());
+      mx.erase();
+      user = mm;
+      return WeightRef{&mm.getRhsMutable(), nullptr, {}};
+    }
+    auto attention = cast<MlaAttentionOp>(user);
+    attention.getKvBMutable().assign(dense);
+    attention.getKvBScalesMutable().clear();
+    attention.removeBlockAttr();
+    return WeightRef{&attention.getKvBMutable(), nullptr, {}};
   }
 
   /// Splits the heads of `attention` (GLM-5 MLA): q_b_proj's rows, kv_b's
@@ -150,7 +207,8 @@ public:
       kvb.scales = &attention.getKvBScalesMutable()[0];
       kvb.block = *attention.getBlock();
     }
-    if (failed(slice(attention, kvb, 0, first * (dn + dv), local * (dn + dv))))
+    Operation *user = attention; // kv_b is replaced in place
+    if (failed(slice(user, kvb, 0, first * (dn + dv), local * (dn + dv))))
       return failure();
     attention.getResult().setType(withDim(attention.getType(), 1, local));
 
@@ -312,7 +370,8 @@ private:
     int64_t local = rows / ranks_, first = rank_ * local;
     if (failed(slice(p, weightOf(p), 0, first, local)))
       return failure();
-    if (bias && failed(slice(bias, {&bias.getRhsMutable(), nullptr, {}}, 0,
+    Operation *biasOp = bias;
+    if (bias && failed(slice(biasOp, {&bias.getRhsMutable(), nullptr, {}}, 0,
                              first, local)))
       return failure();
     for (Value c : chain) {
@@ -356,15 +415,31 @@ private:
   LogicalResult sliceExpert(MoeOp moe, OpOperand &operand, int64_t axis,
                             int64_t first, int64_t count) {
     auto scaled = operand.get().getDefiningOp<BlockScaledOp>();
+    Operation *user = moe; // its operands change, never the op
     if (!scaled)
-      return slice(moe, {&operand, nullptr, {}}, axis, first, count);
+      return slice(user, {&operand, nullptr, {}}, axis, first, count);
+    // FP8 blocks cut by the slice: the experts as dequantized f32.
+    auto values = scaled.getValues().getDefiningOp<WeightOp>();
+    auto scales = scaled.getScales().getDefiningOp<WeightOp>();
+    if (values && scales &&
+        isa<Float8E4M3FNType>(values.getType().getElementType())) {
+      RankedTensorType type = values.getType();
+      int64_t full = type.getDimSize(type.getRank() - 2 + axis);
+      int64_t blk = scaled.getType().getBlock()[size_t(axis)];
+      if (first % blk != 0 || (count % blk != 0 && first + count != full)) {
+        operand.assign(dequantizedWeight(moe, values, scales));
+        if (scaled->use_empty())
+          scaled.erase();
+        return slice(user, {&operand, nullptr, {}}, axis, first, count);
+      }
+    }
     OpBuilder b(scaled);
     auto own = cast<BlockScaledOp>(b.clone(*scaled));
     operand.assign(own.getResult());
     ArrayRef<int64_t> block = scaled.getType().getBlock();
     if (scaled->use_empty())
       scaled.erase();
-    if (failed(slice(moe,
+    if (failed(slice(user,
                      {&own.getValuesMutable(), &own.getScalesMutable(), block},
                      axis, first, count)))
       return failure();
@@ -396,6 +471,7 @@ public:
 private:
   int64_t ranks_, rank_;
   llvm::SmallPtrSet<Operation *, 16> replaced_; // weights cut by slice()
+  llvm::StringSet<> warned_;                    // weights dequantized, by name
   llvm::SmallPtrSet<Operation *, 8> narrowed_;  // caches made narrower
 };
 

@@ -198,6 +198,45 @@ private:
     source_.release(p.source->data, p.source->byteSize);
     progress_.advance(p.source->byteSize, 1);
   }
+  /// An FP8 block-128 matrix (`p`: this expert's piece, sliced as the spec
+  /// says) written as F32 q * s, the product the CPU kernels form from the
+  /// FP8 bytes; the scales are indexed by the source's own rows and
+  /// columns, so a slice may cut the 128 x 128 blocks.
+  Status dequantizedFp8(const WeightSpec &spec, int64_t e, const Piece &p,
+                        const std::vector<int64_t> &shape) {
+    KILN_RETURN_IF_ERROR(expectTensor(p.view, {Dtype::F8_E4M3}, shape));
+    KILN_ASSIGN_OR_RETURN(
+        const TensorView *s,
+        source_.get(expertName(spec.scaleName, spec.firstExpert + e)));
+    if (s->dtype != Dtype::F32 || s->shape.size() != 2)
+      return makeError(StatusCode::InvalidArgument, "tensor '", s->name,
+                       "' is ", s->describe(),
+                       ", expected the F32 block scales of an FP8 matrix");
+    const int64_t rows = shape[0], cols = shape[1];
+    const int64_t row0 = spec.sliceAxis == 0 ? spec.sliceFirst : 0;
+    const int64_t col0 = spec.sliceAxis == 1 ? spec.sliceFirst : 0;
+    const int64_t blockRows = s->shape[0], blockCols = s->shape[1];
+    if ((row0 + rows + 127) / 128 > blockRows ||
+        (col0 + cols + 127) / 128 > blockCols)
+      return makeError(StatusCode::InvalidArgument, "tensor '", s->name,
+                       "' is ", s->describe(), ": too few blocks for rows [",
+                       row0, ", ", row0 + rows, ") and columns [", col0, ", ",
+                       col0 + cols, ")");
+    const float *scales = reinterpret_cast<const float *>(s->data);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t *q = p.view.data + size_t(r * cols);
+      const float *rowScales = scales + (row0 + r) / 128 * blockCols;
+      for (int64_t c = 0; c < cols; ++c)
+        row[size_t(c)] = e4m3ToFloat(q[c]) * rowScales[(col0 + c) / 128];
+      KILN_RETURN_IF_ERROR(writer_.append(row.data(), row.size() * 4));
+      if (p.mapped())
+        source_.release(q, uint64_t(cols));
+    }
+    source_.release(s->data, s->byteSize);
+    progress_.advance(s->byteSize, 1);
+    return Status::ok();
+  }
   Result<StreamedWeight> dense(const WeightSpec &spec);
   Result<StreamedWeight> copied(const WeightSpec &spec);
   Result<StreamedWeight> quantized(const WeightSpec &spec);
@@ -230,6 +269,12 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
   for (int64_t e = 0; e < count; ++e) {
     KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
     const TensorView *t = &p.view;
+    if (!spec.scaleName.empty()) { // an FP8 source, dequantized
+      KILN_RETURN_IF_ERROR(dequantizedFp8(spec, e, p, shape));
+      out.source = "F8_E4M3 x block scales->F32";
+      done(p);
+      continue;
+    }
     KILN_RETURN_IF_ERROR(
         expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
     bool same = (t->dtype == Dtype::BF16 && out.dtype == fb::DType::BF16) ||

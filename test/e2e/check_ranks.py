@@ -147,9 +147,14 @@ TP_SPLIT = ("self_attn.q_b_proj.", "self_attn.kv_b_proj.", "self_attn.o_proj.",
             "mlp.gate_proj.", "mlp.up_proj.", "mlp.down_proj.")
 
 
-def weight_bytes(artifact):
+DEQUANTIZED = "F8_E4M3 x block scales->F32"
+
+
+def weight_bytes(artifact, values=False):
     """Bytes of the experts, the shared experts, the tensor-split weights
-    and the replicated rest."""
+    and the replicated rest; with `values`, their values instead (an FP8
+    weight whose 128x128 blocks a rank's slice cuts is stored as f32, so
+    its bytes are not a share of the FP8 bytes, its values are)."""
     dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
     parts = {"experts": 0, "shared": 0, "split": 0, "rest": 0}
     for w in dump["weights"]["tensors"]:
@@ -157,8 +162,14 @@ def weight_bytes(artifact):
         kind = ("experts" if "{e}" in name else
                 "shared" if "shared_experts" in name else
                 "split" if any(k in name for k in TP_SPLIT) else "rest")
-        parts[kind] += w["bytes"]
+        parts[kind] += w["params"] if values else w["bytes"]
     return parts
+
+
+def dequantized(artifact):
+    dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
+    return sum(1 for w in dump["weights"]["tensors"]
+               if w.get("source") == DEQUANTIZED)
 
 
 def layout_name(tp, ep, dp):
@@ -183,16 +194,22 @@ for tp, ep, dp in layouts:
         report(False, f"{name}: compile: {out.stderr.strip()}")
         continue
     for r in range(n):
-        got = weight_bytes(base.replace(".kiln", f".rank{r}.kiln"))
+        rank_art = base.replace(".kiln", f".rank{r}.kiln")
+        f32 = dequantized(rank_art)
+        unit = "values" if f32 else "bytes"
+        ref = weight_bytes(single, values=True) if f32 else whole
+        got = weight_bytes(rank_art, values=bool(f32))
         # Rank r holds experts share r // tp of ep, columns share r % tp.
-        want = {"experts": whole["experts"] / n,
-                "shared": whole["shared"] / tp if r // tp == 0 else 0,
-                "split": whole["split"] / tp, "rest": whole["rest"]}
+        want = {"experts": ref["experts"] / n,
+                "shared": ref["shared"] / tp if r // tp == 0 else 0,
+                "split": ref["split"] / tp, "rest": ref["rest"]}
         report(got == want,
-               f"{name} rank {r}: expert bytes {got['experts']} = 1/{n} of "
-               f"{whole['experts']}, shared {got['shared']}, head/MLP bytes "
-               f"{got['split']} = 1/{tp} of {whole['split']}, replicated "
-               f"bytes {got['rest']} (single: {whole['rest']})"
+               f"{name} rank {r}: expert {unit} {got['experts']} = 1/{n} of "
+               f"{ref['experts']}, shared {got['shared']}, head/MLP {unit} "
+               f"{got['split']} = 1/{tp} of {ref['split']}, replicated "
+               f"{unit} {got['rest']} (single: {ref['rest']})"
+               + (f" ({f32} FP8 weights cut mid-block, stored as f32)"
+                  if f32 else "")
                + ("" if got == want else f"; expected {want}"))
     for i, p in enumerate(safe):
         for spec in ("0", "3"):

@@ -40,22 +40,6 @@ kiln.kv_cache @latent width 20 : f32
 
 // -----
 
-// FP8 blocks of 128 rows: 6 heads of 48 rows give 144 rows per rank.
-func.func @fp8_blocks(%x: tensor<?x128xf32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>) -> tensor<?x6x32xf32> {
-  %qbw = kiln.weight "qb" : tensor<288x128xf8E4M3FN>
-  %qbs = kiln.weight "qb_scale" : tensor<3x1xf32>
-  // expected-error @below {{weight 'qb' has blocks of 128 along its rows, and this rank's [144, 288) does not start and end on them}}
-  %q = kiln.mx_matmul %x, %qbw, %qbs block [128, 128] : tensor<?x128xf32>, tensor<288x128xf8E4M3FN>, tensor<3x1xf32> -> tensor<?x288xf32>
-  %q3 = kiln.reshape %q : tensor<?x288xf32> -> tensor<?x6x48xf32>
-  %qs:2 = kiln.split %q3 axis 2 : tensor<?x6x48xf32> -> tensor<?x6x32xf32>, tensor<?x6x16xf32>
-  %kvb = kiln.weight "kvb" : tensor<384x64xbf16>
-  %a = kiln.mla_attention %qs#0, %qs#1, %kvb, @latent [%seq, %pos] scale 0.25 : tensor<?x6x32xf32>, tensor<?x6x16xf32>, tensor<384x64xbf16>, tensor<?xi32>, tensor<?xi32> -> tensor<?x6x32xf32>
-  return %a : tensor<?x6x32xf32>
-}
-kiln.kv_cache @latent width 80 : f32
-
-// -----
-
 func.func @mlp_uneven(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %g = kiln.weight "g" : tensor<3x64xbf16>
   %gate = kiln.matmul %x, %g : tensor<?x64xf32>, tensor<3x64xbf16> -> tensor<?x3xf32>
@@ -173,22 +157,3 @@ func.func @unused_weight() {
   return
 }
 
-// -----
-
-// FP8 experts with blocks of 128 rows: 128 intermediate rows give 64 per
-// rank, inside one block.
-func.func @experts_fp8_blocks(%x: tensor<?x128xf32>) -> tensor<?x128xf32> {
-  %r = kiln.weight "l1.router" : tensor<4x128xbf16>
-  %b = kiln.weight "l1.bias" : tensor<4xf32>
-  %gq = kiln.weight "l1.experts.{e}.gate" : tensor<4x128x128xf8E4M3FN>
-  %gs = kiln.weight "l1.experts.{e}.gate_scale" : tensor<4x1x1xf32>
-  %g = kiln.block_scaled %gq, %gs : !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>
-  // expected-error @below {{weight 'l1.experts.{e}.gate' has blocks of 128 along its rows, and this rank's [64, 128) does not start and end on them}}
-  %y = kiln.moe %x router %r bias %b experts %g, %g, %g
-         top_k 2 groups 1 keep 1 scale 1.0 block_size 16
-         : (tensor<?x128xf32>, tensor<4x128xbf16>, tensor<4xf32>,
-            !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>,
-            !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>,
-            !kiln.block_scaled<tensor<4x128x128xf8E4M3FN>, tensor<4x1x1xf32>, [128, 128]>) -> tensor<?x128xf32>
-  return %y : tensor<?x128xf32>
-}

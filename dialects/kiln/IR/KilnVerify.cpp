@@ -209,9 +209,14 @@ LogicalResult WeightOp::verify() {
                               "i32, i64, f8E4M3FN, f4E2M1FN or f8E8M0FNU, "
                               "found "
                            << e;
-    if (getSourceScale())
-      return emitOpError()
-             << "'source_scale' needs an mxfp4 encoding, found a raw one";
+    // Raw f32 with source_scale: an FP8 source dequantized at compile time
+    // with its 128x128 block scales (kiln-partition-tensor, for a slice
+    // that cuts the blocks).
+    if (getSourceScale() && !e.isF32())
+      return emitOpError() << "'source_scale' needs an mxfp4 encoding, or "
+                              "f32 elements (a dequantized FP8 source), "
+                              "found a raw "
+                           << e << " one";
     break;
   case StorageKind::mxfp4_values:
     if (!isa<Float4E2M1FNType>(e))

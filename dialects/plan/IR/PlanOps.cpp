@@ -69,8 +69,10 @@ LogicalResult WeightOp::verify() {
   if (scaled && !getScales())
     return emitOpError() << "a " << stringifyWeightKind(getKind())
                          << " weight names its scales' tensor";
-  if (getKind() == WeightKind::dense && getScales())
-    return emitOpError() << "a dense weight has no scales";
+  if (getKind() == WeightKind::dense && getScales() && !getDtype().isF32())
+    return emitOpError() << "a dense weight names scales only as f32 (an FP8 "
+                            "source dequantized at compile time), found "
+                         << getDtype();
   if (auto slice = getSlice()) {
     if (slice->size() != 2 || ((*slice)[0] != 0 && (*slice)[0] != 1) ||
         (*slice)[1] < 0)

@@ -95,7 +95,8 @@ def Plan_WeightOp : Plan_Op<"weight", [Symbol]> {
     `source` is the checkpoint tensor (`{e}` for an expert stack), `dtype`
     the element type stored, `shape` the logical shape (`[E,] N, K`).
     `scales` names the block scales' tensor (FP8, Quark MXFP4; for
-    `mxfp4_quant` the FP8 source's scales, if any); `experts` and
+    `mxfp4_quant` the FP8 source's scales, if any; for an f32 `dense`
+    weight the scales of the FP8 source it is dequantized from); `experts` and
     `experts_from` describe a stack that holds experts `experts_from` ..
     `experts_from + experts - 1`; `floor` selects the OCP scale rule for
     `mxfp4_quant` (else Quark's `even`). `slice = [A, F]` takes rows

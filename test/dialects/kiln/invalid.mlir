@@ -26,7 +26,7 @@
 
 // -----
 
-// expected-error @below {{'source_scale' needs an mxfp4 encoding, found a raw one}}
+// expected-error @below {{'source_scale' needs an mxfp4 encoding, or f32 elements (a dequantized FP8 source), found a raw 'f8E4M3FN' one}}
 %0 = kiln.weight "w" source_scale "s" : tensor<4x4xf8E4M3FN>
 
 // -----

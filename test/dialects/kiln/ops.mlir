@@ -20,6 +20,10 @@ func.func @weights() {
   %2 = kiln.weight "model.layers.1.mlp.experts.{e}.up_proj.weight" encoding <mxfp4_scales, floor> : tensor<16x128x8xf8E8M0FNU>
   // CHECK: kiln.weight "model.layers.0.mlp.up_proj.weight" encoding <mxfp4_values> source_scale "model.layers.0.mlp.up_proj.weight_scale_inv" : tensor<512x256xf4E2M1FN>
   %3 = kiln.weight "model.layers.0.mlp.up_proj.weight" encoding <mxfp4_values> source_scale "model.layers.0.mlp.up_proj.weight_scale_inv" : tensor<512x256xf4E2M1FN>
+  // An FP8 source dequantized to f32 at compile time (a TP slice that cuts
+  // its blocks).
+  // CHECK: kiln.weight "model.layers.0.mlp.up_proj.weight" source_scale "model.layers.0.mlp.up_proj.weight_scale_inv" slice [0, 64] : tensor<64x256xf32>
+  %dq = kiln.weight "model.layers.0.mlp.up_proj.weight" source_scale "model.layers.0.mlp.up_proj.weight_scale_inv" slice [0, 64] : tensor<64x256xf32>
   // CHECK: kiln.weight "model.layers.0.mlp.gate.e_score_correction_bias" : tensor<16xf32>
   %4 = kiln.weight "model.layers.0.mlp.gate.e_score_correction_bias" encoding <raw> : tensor<16xf32>
   return

@@ -21,7 +21,9 @@ kiln_plan.weight @w0 mxfp4_raw "proj" f4E2M1FN shape [8, 32]
 
 // -----
 
-// expected-error @below {{a dense weight has no scales}}
+// A dense weight names scales only as f32: an FP8 source dequantized at
+// compile time (test/dialects/plan/ops.mlir has the valid form).
+// expected-error @below {{a dense weight names scales only as f32 (an FP8 source dequantized at compile time), found 'bf16'}}
 kiln_plan.weight @w0 dense "proj" bf16 shape [8, 32] {scales = "s"}
 
 // -----

@@ -324,6 +324,53 @@ TEST_F(WeightStreamerTest, GpuLayoutBesideOrInsteadOfTheCheckpointLayout) {
   EXPECT_EQ(src.outside, 0);
 }
 
+// An FP8 matrix that a rank's slice cuts mid-block, written as F32 q * s
+// with the scales of the source's own rows and columns: rows [64, 192) of
+// 256 read scale rows 0 and 1; columns [32, 160) of 256 scale columns 0, 1.
+TEST_F(WeightStreamerTest, DequantizesAnFp8SliceThatCutsItsBlocks) {
+  MemorySource src;
+  std::vector<uint8_t> q(256 * 256);
+  for (size_t i = 0; i < q.size(); ++i)
+    q[i] = uint8_t((i * 37 + i / 256) % 0x7E); // finite E4M3 bytes
+  std::vector<float> scales = {0.5f, 2.0f, 0.25f, 8.0f};
+  std::vector<uint8_t> scaleBytes(scales.size() * 4);
+  std::memcpy(scaleBytes.data(), scales.data(), scaleBytes.size());
+  src.add("w", Dtype::F8_E4M3, {256, 256}, q);
+  src.add("w_scale", Dtype::F32, {2, 2}, scaleBytes);
+  std::vector<WeightSpec> specs(2);
+  for (WeightSpec &spec : specs) {
+    spec.name = "w";
+    spec.scaleName = "w_scale";
+    spec.dtype = ElemType::F32;
+  }
+  specs[0].shape = {128, 256};
+  specs[0].sliceAxis = 0;
+  specs[0].sliceFirst = 64;
+  specs[1].shape = {256, 128};
+  specs[1].sliceAxis = 1;
+  specs[1].sliceFirst = 32;
+  auto streamed = streamWeights(specs, src, *writer_, nullptr);
+  ASSERT_TRUE(streamed.isOk()) << streamed.status().message();
+  for (int which = 0; which < 2; ++which) {
+    const StreamedWeight &w = (*streamed)[size_t(which)];
+    EXPECT_EQ(w.dtype, fb::DType::F32);
+    EXPECT_EQ(w.layout, fb::WeightLayout::Dense);
+    EXPECT_EQ(w.source, "F8_E4M3 x block scales->F32");
+    std::vector<uint8_t> bytes = read(w.data);
+    const int64_t rows = which == 0 ? 128 : 256, cols = which == 0 ? 256 : 128;
+    ASSERT_EQ(bytes.size(), size_t(rows * cols * 4));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        int64_t sr = r + (which == 0 ? 64 : 0), sc = c + (which == 1 ? 32 : 0);
+        float want = e4m3ToFloat(q[size_t(sr * 256 + sc)]) *
+                     scales[size_t(sr / 128 * 2 + sc / 128)];
+        float got;
+        std::memcpy(&got, bytes.data() + size_t(r * cols + c) * 4, 4);
+        ASSERT_EQ(got, want) << which << " row " << r << " col " << c;
+      }
+  }
+}
+
 TEST_F(WeightStreamerTest, MissingTensorNamesItAndTheSource) {
   MemorySource src;
   std::vector<WeightSpec> specs(1);
