@@ -95,8 +95,9 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
     return fail(makeError(StatusCode::FailedPrecondition,
                           "the artifact's targets are '", targets,
                           "', without cpu: ", model->deviceOnly_,
-                          ". Run it on the GPU (--device=hip), or compile it "
-                          "with --target=cpu,",
+                          ". The CPU cannot run it: run it on the GPU "
+                          "(kiln-run or kiln-bench --device=hip), or compile "
+                          "it with --target=cpu,",
                           targets));
   }
 
