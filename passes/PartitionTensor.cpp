@@ -41,6 +41,12 @@ struct WeightRef {
   ArrayRef<int64_t> block;
 };
 
+/// Whether [first, first + count) of an axis of `full` values cuts its
+/// blocks of `block` (a slice may end at the axis's end mid-block).
+bool cutsBlocks(int64_t first, int64_t count, int64_t block, int64_t full) {
+  return first % block != 0 || (count % block != 0 && first + count != full);
+}
+
 /// The projection (kiln.matmul or kiln.mx_matmul) that defines `v`, or null.
 Operation *projectionOf(Value v) {
   Operation *op = v.getDefiningOp();
@@ -82,8 +88,7 @@ public:
       return user->emitOpError()
              << "kiln-partition-tensor: the scales are not a kiln.weight";
     int64_t block = ref.block[size_t(axis)];
-    bool cut =
-        first % block != 0 || (count % block != 0 && first + count != full);
+    bool cut = cutsBlocks(first, count, block, full);
     // FP8 blocks cut by the slice: the projection reads the weight
     // dequantized to f32 instead (the fixture's 384 rows over 2 ranks).
     if (cut && isa<Float8E4M3FNType>(values.getType().getElementType())) {
@@ -426,7 +431,7 @@ private:
       RankedTensorType type = values.getType();
       int64_t full = type.getDimSize(type.getRank() - 2 + axis);
       int64_t blk = scaled.getType().getBlock()[size_t(axis)];
-      if (first % blk != 0 || (count % blk != 0 && first + count != full)) {
+      if (cutsBlocks(first, count, blk, full)) {
         operand.assign(dequantizedWeight(moe, values, scales));
         if (scaled->use_empty())
           scaled.erase();

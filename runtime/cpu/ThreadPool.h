@@ -28,6 +28,7 @@
 #ifndef KILN_RUNTIME_CPU_THREADPOOL_H
 #define KILN_RUNTIME_CPU_THREADPOOL_H
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -88,6 +89,14 @@ public:
   /// The least work (multiply-adds) a chunk of a costed parallelFor gets
   /// (PoolOptions::minChunkCost).
   int64_t minChunkCost() const { return minChunkCost_; }
+  /// How many threads `work` multiply-adds pay for: one per minChunkCost(),
+  /// 1 to size() (size() when the minimum is 0). For callers that schedule
+  /// their own items over parallelFor(threadsFor(...), ...).
+  int threadsFor(int64_t work) const {
+    if (minChunkCost_ <= 0)
+      return threads_;
+    return int(std::clamp<int64_t>(work / minChunkCost_, 1, threads_));
+  }
   /// About 3 us of the FP32 kernels on one core (bench/RESULTS.md,
   /// "small dispatches").
   static constexpr int64_t kDefaultMinChunkCost = 65536;

@@ -150,26 +150,24 @@ TP_SPLIT = ("self_attn.q_b_proj.", "self_attn.kv_b_proj.", "self_attn.o_proj.",
 DEQUANTIZED = "F8_E4M3 x block scales->F32"
 
 
-def weight_bytes(artifact, values=False):
-    """Bytes of the experts, the shared experts, the tensor-split weights
-    and the replicated rest; with `values`, their values instead (an FP8
-    weight whose 128x128 blocks a rank's slice cuts is stored as f32, so
-    its bytes are not a share of the FP8 bytes, its values are)."""
+def weight_parts(artifact):
+    """Bytes and values of the experts, the shared experts, the tensor-split
+    weights and the replicated rest, and how many weights are FP8 stored as
+    f32 (a rank's slice cut their 128x128 blocks: their bytes are not a share
+    of the FP8 bytes, their values are)."""
     dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
-    parts = {"experts": 0, "shared": 0, "split": 0, "rest": 0}
+    parts = {unit: {"experts": 0, "shared": 0, "split": 0, "rest": 0}
+             for unit in ("bytes", "values")}
+    dequantized = 0
     for w in dump["weights"]["tensors"]:
         name = w["name"]
         kind = ("experts" if "{e}" in name else
                 "shared" if "shared_experts" in name else
                 "split" if any(k in name for k in TP_SPLIT) else "rest")
-        parts[kind] += w["params"] if values else w["bytes"]
-    return parts
-
-
-def dequantized(artifact):
-    dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
-    return sum(1 for w in dump["weights"]["tensors"]
-               if w.get("source") == DEQUANTIZED)
+        parts["bytes"][kind] += w["bytes"]
+        parts["values"][kind] += w["params"]
+        dequantized += w.get("source") == DEQUANTIZED
+    return parts, dequantized
 
 
 def layout_name(tp, ep, dp):
@@ -184,7 +182,7 @@ def layout_args(tp, ep, dp):
             (["--dp-attention"] if dp else []))
 
 
-whole = weight_bytes(single)
+whole, _ = weight_parts(single)
 for tp, ep, dp in layouts:
     n, name = tp * ep, layout_name(tp, ep, dp)
     base = os.path.join(args.work, name.replace(" ", "") + ".kiln")
@@ -195,10 +193,9 @@ for tp, ep, dp in layouts:
         continue
     for r in range(n):
         rank_art = base.replace(".kiln", f".rank{r}.kiln")
-        f32 = dequantized(rank_art)
+        parts, f32 = weight_parts(rank_art)
         unit = "values" if f32 else "bytes"
-        ref = weight_bytes(single, values=True) if f32 else whole
-        got = weight_bytes(rank_art, values=bool(f32))
+        ref, got = whole[unit], parts[unit]
         # Rank r holds experts share r // tp of ep, columns share r % tp.
         want = {"experts": ref["experts"] / n,
                 "shared": ref["shared"] / tp if r // tp == 0 else 0,

@@ -11,7 +11,6 @@
 
 #include "runtime/cpu/ThreadPool.h"
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -19,7 +18,7 @@ namespace kiln::cpu::detail {
 
 /// Runs fn(item, worker) for every item in [0, items); `worker` < pool.size().
 /// `itemCost`: an item's multiply-adds, about (0: not known); then only as
-/// many threads take part as have pool.minChunkCost() of work each.
+/// many threads take part as the work pays for (ThreadPool::threadsFor).
 template <typename Fn>
 void forEachItem(ThreadPool &pool, int64_t items, const Fn &fn,
                  int64_t itemCost = 0) {
@@ -27,9 +26,8 @@ void forEachItem(ThreadPool &pool, int64_t items, const Fn &fn,
     return;
   std::atomic<int64_t> next{0};
   int64_t workers = std::min<int64_t>(pool.size(), items);
-  if (itemCost > 0 && pool.minChunkCost() > 0)
-    workers =
-        std::clamp<int64_t>(items * itemCost / pool.minChunkCost(), 1, workers);
+  if (itemCost > 0)
+    workers = std::min<int64_t>(workers, pool.threadsFor(items * itemCost));
   pool.parallelFor(workers, [&](int64_t, int64_t, int worker) {
     for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < items;
          i = next.fetch_add(1, std::memory_order_relaxed))

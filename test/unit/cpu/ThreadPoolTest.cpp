@@ -223,6 +223,20 @@ TEST(ThreadPool, CostedChunksCarryTheMinimumWork) {
   EXPECT_EQ(next, 4096);
 }
 
+// threadsFor: one thread per minChunkCost() of work, 1 to size(); every
+// thread when the minimum is 0.
+TEST(ThreadPool, ThreadsForTheWork) {
+  PoolOptions options;
+  options.minChunkCost = 1000;
+  ThreadPool pool(3, options);
+  EXPECT_EQ(pool.threadsFor(0), 1);
+  EXPECT_EQ(pool.threadsFor(999), 1);
+  EXPECT_EQ(pool.threadsFor(2000), 2);
+  EXPECT_EQ(pool.threadsFor(1 << 30), 3);
+  options.minChunkCost = 0;
+  EXPECT_EQ(ThreadPool(3, options).threadsFor(1), 3);
+}
+
 // $KILN_MIN_CHUNK_COST sets the minimum; 0 turns it off; a bad value is
 // ignored; an explicit option wins.
 TEST(ThreadPool, MinimumChunkCostFromTheEnvironment) {

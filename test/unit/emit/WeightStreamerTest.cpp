@@ -371,6 +371,39 @@ TEST_F(WeightStreamerTest, DequantizesAnFp8SliceThatCutsItsBlocks) {
   }
 }
 
+// Scales that are not an FP8 matrix's F32 blocks, or too few of them for
+// the slice, are errors that name the tensor.
+TEST_F(WeightStreamerTest, DequantizedFp8NeedsItsBlockScales) {
+  MemorySource src;
+  src.add("w", Dtype::F8_E4M3, {256, 128}, std::vector<uint8_t>(256 * 128));
+  src.add("bf16_scale", Dtype::BF16, {2, 1}, std::vector<uint8_t>(4));
+  src.add("short_scale", Dtype::F32, {1, 1}, std::vector<uint8_t>(4));
+  WeightSpec spec;
+  spec.name = "w";
+  spec.dtype = ElemType::F32;
+  spec.shape = {128, 128};
+  spec.sliceAxis = 0;
+  spec.sliceFirst = 64;
+  spec.scaleName = "bf16_scale";
+  auto wrong = streamWeights({spec}, src, *writer_, nullptr);
+  ASSERT_FALSE(wrong.isOk());
+  EXPECT_NE(wrong.status().message().find(
+                "tensor 'bf16_scale' is BF16[2, 1], expected the F32 block "
+                "scales of an FP8 matrix"),
+            std::string::npos)
+      << wrong.status().message();
+  spec.scaleName = "short_scale";
+  auto other = artifact::ArtifactWriter::create(path_ + ".2"); // a fresh one
+  ASSERT_TRUE(other.isOk()) << other.status().message();
+  auto few = streamWeights({spec}, src, **other, nullptr);
+  ASSERT_FALSE(few.isOk());
+  EXPECT_NE(few.status().message().find(
+                "tensor 'short_scale' is F32[1, 1]: too few blocks for rows "
+                "[64, 192) and columns [0, 128)"),
+            std::string::npos)
+      << few.status().message();
+}
+
 TEST_F(WeightStreamerTest, MissingTensorNamesItAndTheSource) {
   MemorySource src;
   std::vector<WeightSpec> specs(1);

@@ -3,6 +3,7 @@
 #include "runtime/engine/Model.h"
 #include "test/unit/engine/TinyArtifact.h"
 
+#include "runtime/artifact/ArtifactChecks.h"
 #include "runtime/cpu/Dequant.h"
 #include "support/WeightPanels.h"
 
@@ -216,16 +217,24 @@ TinyWeight bf16Weight(const std::string &name, int64_t rows, int64_t cols,
   return w;
 }
 
-TEST(ModelTest, WeightsInEveryFormatBind) {
-  // lm_head as MXFP4 with every element 1.0 (code 2, scale 2^0): the logits
-  // are the sum of the normalized hidden state, for every vocab row.
+/// wideModel() with its [16, 32] lm_head as MXFP4 in `layout`, every
+/// element 1.0 (code 2, scale 2^0), `data` + `scales` bytes of them.
+TinyModel mxfp4HeadModel(fb::WeightLayout layout, size_t data, size_t scales) {
   TinyModel m = wideModel();
   TinyWeight &head = m.weights[kLmHead];
-  head.layout = fb::WeightLayout::Mxfp4;
+  head.layout = layout;
   head.dtype = fb::DType::F4E2M1;
   head.shape = {16, 32};
-  head.data.assign(16 * 32 / 2, 0x22);
-  head.scales.assign(16 * 32 / 32, 127);
+  head.data.assign(data, 0x22);
+  head.scales.assign(scales, 127);
+  return m;
+}
+
+TEST(ModelTest, WeightsInEveryFormatBind) {
+  // lm_head as MXFP4 with every element 1.0: the logits are the sum of the
+  // normalized hidden state, for every vocab row.
+  TinyModel m =
+      mxfp4HeadModel(fb::WeightLayout::Mxfp4, 16 * 32 / 2, 16 * 32 / 32);
   auto model = loadOrDie(m);
   ASSERT_TRUE(model);
   Call c = prompt({5});
@@ -240,6 +249,48 @@ TEST(ModelTest, WeightsInEveryFormatBind) {
     sum += e[i] * r;
   for (int v = 0; v < 16; ++v)
     EXPECT_NEAR(out->logits[v], sum, 1e-5);
+}
+
+// A weight stored only in the GPU matmul layout (a GPU-only artifact): the
+// CPU refuses the artifact at load, naming the weight and the fix; loaded
+// for a device it binds by shape, and a plan run without the device is an
+// error instead of a read of bytes the CPU cannot decode.
+TEST(ModelTest, GpuLayoutOnlyRunsOnADevice) {
+  const int64_t shape[] = {16, 32};
+  artifact::WeightBytes gpu = artifact::mxfp4GpuBytes(shape, 2);
+  TinyModel m = mxfp4HeadModel(fb::WeightLayout::Mxfp4Gpu, size_t(gpu.data),
+                               size_t(gpu.scales));
+  const TinyWeight &head = m.weights[kLmHead];
+  TempArtifact a(m);
+  ASSERT_TRUE(a.status().isOk()) << a.status().toString();
+
+  auto cpu = Model::load(a.path(), 1);
+  ASSERT_FALSE(cpu.isOk());
+  const std::string &why = cpu.status().message();
+  EXPECT_NE(why.find("weight '" + head.name +
+                     "' (Mxfp4Gpu F4E2M1 [16, 32]) is stored only in the GPU "
+                     "matmul layout"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("The CPU cannot run it: run it on the GPU (kiln-run or "
+                     "kiln-bench --device=hip), or compile it with "
+                     "--target=cpu,"),
+            std::string::npos)
+      << why;
+
+  LoadOptions forDevice;
+  forDevice.threads = 1;
+  forDevice.forDevice = true;
+  auto model = Model::load(a.path(), forDevice);
+  ASSERT_TRUE(model.isOk()) << model.status().toString();
+  Call c = prompt({5});
+  auto out = (*model)->run("prefill", c.inputs());
+  ASSERT_FALSE(out.isOk());
+  EXPECT_NE(
+      out.status().message().find(
+          "plan 'prefill' runs only on a GPU: weight '" + head.name + "'"),
+      std::string::npos)
+      << out.status().message();
 }
 
 TEST(ModelTest, RowPanelsGiveTheLogitsOfRowMajorAndOnlyMatmulsReadThem) {
