@@ -131,7 +131,12 @@ std::string kiln::cpu::cpuSummary() {
   const CpuFeatures &f = cpuFeatures();
   return "cpu: " + f.model + "; features: " + f.list() +
          "; kernel path: " + std::string(cpuPathName(cpuPath())) +
-         " (best here: " + std::string(cpuPathName(bestCpuPath())) + ")";
+         " (best here: " + std::string(cpuPathName(bestCpuPath())) +
+         "); mxfp4 activations: " +
+         std::string(mxfp4ActivationsName(mxfp4Activations())) +
+         (mxfp4Activations() == Mxfp4Activations::Int8
+              ? (useAvx512Vnni() ? " (avx512-vnni)" : " (scalar)")
+              : "");
 }
 
 bool kiln::cpu::cpuHasAvx512() {
@@ -184,4 +189,53 @@ bool applyPath(std::string_view name, std::string *error) {
 void kiln::cpu::setForceScalar(bool force) {
   forced.store(force ? int(CpuPath::Scalar) : kUnset,
                std::memory_order_relaxed);
+}
+
+//===----------------------------------------------------------------------===//
+// MXFP4 activations
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::atomic<int> mxfp4Mode{kUnset};
+
+bool applyMxfp4Mode(std::string_view name, std::string *error) {
+  Mxfp4Activations mode;
+  if (name == "f32")
+    mode = Mxfp4Activations::F32;
+  else if (name == "int8")
+    mode = Mxfp4Activations::Int8;
+  else {
+    if (error)
+      *error = "unknown MXFP4 activation mode '" + std::string(name) +
+               "', expected f32 or int8";
+    return false;
+  }
+  mxfp4Mode.store(int(mode), std::memory_order_relaxed);
+  return true;
+}
+
+Mxfp4Activations mxfp4FromEnvironment() {
+  const char *env = std::getenv("KILN_MXFP4_ACTIVATIONS");
+  std::string error;
+  if (env && *env && !applyMxfp4Mode(env, &error))
+    std::fprintf(stderr, "kiln: $KILN_MXFP4_ACTIVATIONS: %s; using f32\n",
+                 error.c_str());
+  int v = mxfp4Mode.load(std::memory_order_relaxed);
+  return v == kUnset ? Mxfp4Activations::F32 : Mxfp4Activations(v);
+}
+} // namespace
+
+std::string_view kiln::cpu::mxfp4ActivationsName(Mxfp4Activations mode) {
+  return mode == Mxfp4Activations::Int8 ? "int8" : "f32";
+}
+
+Mxfp4Activations kiln::cpu::mxfp4Activations() {
+  static const Mxfp4Activations initial = mxfp4FromEnvironment();
+  int v = mxfp4Mode.load(std::memory_order_relaxed);
+  return v == kUnset ? initial : Mxfp4Activations(v);
+}
+
+bool kiln::cpu::setMxfp4Activations(std::string_view name, std::string *error) {
+  (void)mxfp4Activations(); // the environment first, so that this call wins
+  return applyMxfp4Mode(name, error);
 }

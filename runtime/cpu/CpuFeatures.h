@@ -43,18 +43,38 @@ CpuPath cpuPath();
 /// value and what this CPU can run, if it is unknown or not runnable here.
 bool setCpuPath(std::string_view name, std::string *error);
 
-/// "cpu: MODEL; features: LIST; kernel path: PATH (best here: PATH)", the
-/// line tools print so a measurement says which code ran.
+/// "cpu: MODEL; features: LIST; kernel path: PATH (best here: PATH);
+/// mxfp4 activations: MODE", the line tools print so a measurement says
+/// which code ran.
 std::string cpuSummary();
 
 /// True if this CPU has AVX-512 F, BW and VL (and the OS saves ZMM state).
 bool cpuHasAvx512();
 /// True if the kernels take their AVX-512 paths.
 inline bool useAvx512() { return cpuPath() == CpuPath::Avx512; }
+/// True if the int8 dot products (Mxfp4Activations::Int8) take AVX-512 VNNI
+/// (vpdpbusd); without it they run the scalar reference.
+inline bool useAvx512Vnni() { return useAvx512() && cpuFeatures().avx512vnni; }
 
 /// Test hook: makes every kernel take its portable scalar path (true) or the
 /// best one (false).
 void setForceScalar(bool force);
+
+/// How MXFP4 weights meet the activations in a matmul (Matmul.h):
+///  - F32: the exact path, each E2M1 value times its scale in FP32 (default);
+///  - Int8: activations rounded to int8 per 32-value block, multiplied with
+///    the E2M1 codes as integers (AVX-512 VNNI where present).
+/// Both are bit-identical across threads and batch composition; Int8 gives
+/// up the activations' low bits for speed (docs/cpu.md).
+enum class Mxfp4Activations { F32, Int8 };
+
+std::string_view mxfp4ActivationsName(Mxfp4Activations mode);
+/// The mode the kernels use: F32, or what $KILN_MXFP4_ACTIVATIONS or
+/// setMxfp4Activations() chose.
+Mxfp4Activations mxfp4Activations();
+/// Chooses `name` (f32 or int8). False, with `error` naming the value, if
+/// it is unknown.
+bool setMxfp4Activations(std::string_view name, std::string *error);
 
 } // namespace kiln::cpu
 

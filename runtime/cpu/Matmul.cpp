@@ -3,6 +3,7 @@
 #include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/MatmulKernels.h"
+#include "runtime/cpu/MatmulQ8.h"
 
 #include <memory>
 #include <new>
@@ -37,6 +38,9 @@ void kiln::cpu::matmulRows(const MatmulRows &io, const WeightView &w,
                            int64_t nBegin, int64_t nEnd) {
   if (io.tokens <= 0 || nBegin >= nEnd)
     return;
+  if (w.format == WeightFormat::MXFP4 && w.cols % 32 == 0 &&
+      mxfp4Activations() == Mxfp4Activations::Int8)
+    return matmulRowsQ8(io, w, nBegin, nEnd);
   if (useAvx512())
     matmulRowsAvx512(io, w, nBegin, nEnd);
   else

@@ -14,6 +14,11 @@
 //
 // Weights are decoded exactly as dequantizeRow() does (Dequant.h).
 //
+// MXFP4 weights under mxfp4Activations() == Int8 (CpuFeatures.h) follow
+// MatmulQ8.h instead: activations rounded to int8 per 32-value block and
+// exact integer dot products per block, with their own fixed order, so
+// those results are bit-identical across threads, batches and paths too.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_CPU_MATMUL_H

@@ -93,6 +93,9 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --profile             time per kernel kind of the prefill and decode steps
   --cpu-affinity        pin each kernel thread to one CPU
   --cpu-path PATH       kernel path: best (default), avx512 or scalar
+  --mxfp4-activations f32|int8
+                        MXFP4 matmuls: exact FP32 activations (default) or
+                        int8 per 32-value block (docs/cpu.md)
   --device cpu|hip      where the plans run (default cpu)
   --results FILE        append a Markdown table (default bench/RESULTS.md
                         when it exists; /dev/null for none)
@@ -167,7 +170,8 @@ void printProfile(engine::Model &model, const std::string &what, int64_t steps,
                "kiln-bench: %s\nusage: kiln-bench MODEL.kiln [--threads N,...] "
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
                "[--membw] [--spec K] [--device cpu|hip] [--cpu-affinity] "
-               "[--profile] [--cpu-path PATH] [--results FILE] [--json FILE] "
+               "[--profile] [--cpu-path PATH] [--mxfp4-activations f32|int8] "
+               "[--results FILE] [--json FILE] "
                "[--label TEXT]\n       "
                "kiln-bench "
                "--membw [--threads N,...]\n",
@@ -239,6 +243,10 @@ Options parse(int argc, char **argv) {
       std::string error;
       if (!cpu::setCpuPath(value(), &error))
         usage("--cpu-path: " + error);
+    } else if (a == "--mxfp4-activations") {
+      std::string error;
+      if (!cpu::setMxfp4Activations(value(), &error))
+        usage("--mxfp4-activations: " + error);
     } else if (a == "--help" || a == "-h") {
       std::printf("%s", kHelp);
       std::exit(0);

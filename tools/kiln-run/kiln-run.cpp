@@ -111,6 +111,10 @@ Common:
   --cpu-affinity            pin each kernel thread to one CPU
   --cpu-path PATH           kernel path: best (default), avx512 or scalar;
                             also $KILN_CPU_PATH
+  --mxfp4-activations f32|int8
+                            MXFP4 matmuls: exact FP32 activations (default)
+                            or int8 per 32-value block (docs/cpu.md); also
+                            $KILN_MXFP4_ACTIVATIONS
   --output-format FORMAT    text (default) or json
   --no-verify               skip the segment checksums at load
   --version                 the version, this CPU's features and the kernel
@@ -212,6 +216,10 @@ Options parseArgs(int argc, char **argv) {
       std::string error;
       if (!cpu::setCpuPath(next(), &error))
         throw UsageError{"--cpu-path: " + error};
+    } else if (arg == "--mxfp4-activations") {
+      std::string error;
+      if (!cpu::setMxfp4Activations(next(), &error))
+        throw UsageError{"--mxfp4-activations: " + error};
     } else if (arg == "-p" || arg == "--prompt") {
       o.prompt = next();
       o.hasPrompt = true;

@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/CommFactory.h"
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/engine/Model.h"
 #include "runtime/serve/EngineLoop.h"
 #include "tools/common/ArgParse.h"
@@ -65,6 +66,9 @@ const char *kUsage =
   --threads N               kernel threads (default: the CPUs allowed)
   --spec K                  MTP drafts per round (default: the artifact's;
                             0: off)
+  --mxfp4-activations f32|int8
+                            MXFP4 matmuls: exact FP32 activations (default)
+                            or int8 per 32-value block (docs/cpu.md)
   --kv-memory BYTES         KV page pool (suffix K, M, G; default a quarter
                             of the available memory)
   --kv-fraction F           without --kv-memory: this fraction of the
@@ -124,6 +128,10 @@ Options parseArgs(int argc, char **argv) {
       o.threads = intFlag(a, next(), 0, 1024);
     } else if (a == "--spec") {
       o.spec = intFlag(a, next(), 0, 16);
+    } else if (a == "--mxfp4-activations") {
+      std::string error;
+      if (!cpu::setMxfp4Activations(next(), &error))
+        throw UsageError{"--mxfp4-activations: " + error};
     } else if (a == "--kv-memory") {
       o.engine.kvMemoryBytes = tools::bytesFlag(a, next());
     } else if (a == "--kv-fraction") {

@@ -11,6 +11,7 @@
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Dequant.h"
 #include "runtime/cpu/Types.h"
+#include "support/WeightPanels.h"
 
 #include <cmath>
 #include <cstring>
@@ -163,11 +164,42 @@ inline TestWeight randomWeight(std::mt19937 &rng, WeightFormat format,
   return w;
 }
 
+/// The matrices of `w` (BF16 or MXFP4) repacked into row panels
+/// (support/WeightPanels.h).
+inline TestWeight inPanels(const TestWeight &w) {
+  TestWeight p = w;
+  const WeightView &v = w.view;
+  for (int64_t e = 0; e < v.count; ++e) {
+    if (v.format == WeightFormat::BF16) {
+      kiln::packPanels(w.data.data() + e * v.dataStride,
+                       p.data.data() + e * v.dataStride, v.rows, v.cols, 2);
+      continue;
+    }
+    kiln::packPanels(w.data.data() + e * v.dataStride,
+                     p.data.data() + e * v.dataStride, v.rows, v.cols / 2, 1,
+                     kiln::kPanelCols / 2);
+    kiln::packPanels(w.scales.data() + e * v.scaleStride,
+                     p.scales.data() + e * v.scaleStride, v.rows, v.cols / 32,
+                     1, 1);
+  }
+  p.view.data = p.data.data();
+  p.view.scales = p.scales.empty() ? nullptr : p.scales.data();
+  p.view.panelRows = kiln::kPanelRows;
+  return p;
+}
+
 /// Makes the kernels take their scalar paths while alive.
 class ScalarScope {
 public:
   ScalarScope() { setForceScalar(true); }
   ~ScalarScope() { setForceScalar(false); }
+};
+
+/// Makes MXFP4 matmuls take int8 activations while alive.
+class Int8ActivationsScope {
+public:
+  Int8ActivationsScope() { setMxfp4Activations("int8", nullptr); }
+  ~Int8ActivationsScope() { setMxfp4Activations("f32", nullptr); }
 };
 
 } // namespace kiln::cpu::test

@@ -242,30 +242,6 @@ TEST(Matmul, RowsIndexedAndAccumulated) {
   }
 }
 
-/// The matrices of `w` (BF16 or MXFP4) repacked into row panels
-/// (support/WeightPanels.h).
-TestWeight inPanels(const TestWeight &w) {
-  TestWeight p = w;
-  const WeightView &v = w.view;
-  for (int64_t e = 0; e < v.count; ++e) {
-    if (v.format == WeightFormat::BF16) {
-      kiln::packPanels(w.data.data() + e * v.dataStride,
-                       p.data.data() + e * v.dataStride, v.rows, v.cols, 2);
-      continue;
-    }
-    kiln::packPanels(w.data.data() + e * v.dataStride,
-                     p.data.data() + e * v.dataStride, v.rows, v.cols / 2, 1,
-                     kiln::kPanelCols / 2);
-    kiln::packPanels(w.scales.data() + e * v.scaleStride,
-                     p.scales.data() + e * v.scaleStride, v.rows, v.cols / 32,
-                     1, 1);
-  }
-  p.view.data = p.data.data();
-  p.view.scales = p.scales.empty() ? nullptr : p.scales.data();
-  p.view.panelRows = kiln::kPanelRows;
-  return p;
-}
-
 void checkPanels(WeightFormat format) {
   // Same values, another layout: every path, thread count, batch size and
   // row range gives the bits of the row-major matrix, and dequantizeRow()

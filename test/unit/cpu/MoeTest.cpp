@@ -96,8 +96,10 @@ std::vector<float> fused(int threads, const MoeFixture &f,
   return y;
 }
 
+/// `refTol`: relative L2 against the double reference (the int8 activations
+/// of Mxfp4Activations::Int8 round the inputs; everything else is exact).
 void checkMoe(WeightFormat format, const MoeParams &p, int64_t T, int64_t H,
-              int64_t I, int64_t Is, uint32_t seed) {
+              int64_t I, int64_t Is, uint32_t seed, double refTol = 1e-5) {
   std::mt19937 rng(seed);
   MoeFixture f(rng, format, p, H, I, Is);
   std::vector<float> x = randomFloats(rng, T * H);
@@ -119,8 +121,8 @@ void checkMoe(WeightFormat format, const MoeParams &p, int64_t T, int64_t H,
   route(pool, x.data(), T, f.weights.router, f.weights.bias, p, arena,
         ids.data(), rw.data());
   std::vector<double> ref = moeRef(f, x, T, ids, rw, p.topK);
-  EXPECT_LE(relL2(y.data(), ref.data(), T * H), 1e-5) << what;
-  EXPECT_LE(relL2(unfused.data(), ref.data(), T * H), 1e-5) << what;
+  EXPECT_LE(relL2(y.data(), ref.data(), T * H), refTol) << what;
+  EXPECT_LE(relL2(unfused.data(), ref.data(), T * H), refTol) << what;
 
   EXPECT_TRUE(sameBits(y, fused(2, f, x, T, p))) << what << " threads";
   {
@@ -174,6 +176,13 @@ INSTANTIATE_TEST_SUITE_P(Formats, MoeFormat,
                          [](const auto &info) {
                            return std::string(formatName(info.param));
                          });
+
+TEST(Moe, Int8ActivationsKeepTheBitsAcrossThreadsPathsAndBatches) {
+  Int8ActivationsScope int8;
+  for (int64_t T : {1, 5, 37})
+    checkMoe(WeightFormat::MXFP4, params(16, 4, 4, 2), T, 96, 64, 32,
+             uint32_t(50 + T), /*refTol=*/2e-2);
+}
 
 TEST(Moe, ExpertsWithoutTokens) {
   std::mt19937 rng(9);
