@@ -38,8 +38,7 @@ void kiln::cpu::matmulRows(const MatmulRows &io, const WeightView &w,
                            int64_t nBegin, int64_t nEnd) {
   if (io.tokens <= 0 || nBegin >= nEnd)
     return;
-  if (w.format == WeightFormat::MXFP4 && w.cols % 32 == 0 &&
-      mxfp4Activations() == Mxfp4Activations::Int8)
+  if (usesInt8(w))
     return matmulRowsQ8(io, w, nBegin, nEnd);
   if (useAvx512())
     matmulRowsAvx512(io, w, nBegin, nEnd);

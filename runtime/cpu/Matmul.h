@@ -34,6 +34,8 @@ namespace kiln::cpu {
 void matmul(ThreadPool &pool, const float *x, int64_t T, const WeightView &w,
             float *y);
 
+struct Q8Block; // MatmulQ8.h: one 32-value block of an int8 activation row
+
 /// Operands of matmulRows(): input and output rows addressed directly
 /// (row t at base + t * stride) or through an index (base + index[t] *
 /// stride), which lets fused kernels gather and scatter without copies.
@@ -48,6 +50,11 @@ struct MatmulRows {
   /// Add to y instead of overwriting it: y = y + (x · Wᵀ), the sum formed
   /// first, then added.
   bool accumulate = false;
+  /// Optional, for weights that take int8 activations (usesInt8(w)): x's
+  /// rows already quantized by quantizeRowsQ8(), row r at xQ8 + r * (K /
+  /// 32), addressed through xIndex as x is. Saves quantizing the same rows
+  /// on every call; the result is the same.
+  const Q8Block *xQ8 = nullptr;
 
   const float *xRow(int64_t t) const {
     return x + (xIndex ? xIndex[t] : t) * xStride;
@@ -62,6 +69,21 @@ struct MatmulRows {
 /// larger ones decode a tile of W once and reuse it across tokens.
 void matmulRows(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                 int64_t nEnd);
+
+/// Whether a matmul with `w` rounds its activations to int8 (MXFP4 under
+/// Mxfp4Activations::Int8, MatmulQ8.h).
+bool usesInt8(const WeightView &w);
+
+/// Bytes quantizeRowsQ8() writes for `rows` rows of K values.
+inline size_t q8Bytes(int64_t rows, int64_t K) {
+  return size_t(rows) * size_t(K / 32) * 64;
+}
+
+/// Quantizes rows [0, rows) of x (row r at x + r * stride, K values) for
+/// MatmulRows::xQ8, rows split over the pool. `out`: q8Bytes(rows, K)
+/// bytes, 64-byte aligned.
+void quantizeRowsQ8(ThreadPool &pool, const float *x, int64_t stride,
+                    int64_t rows, int64_t K, Q8Block *out);
 
 /// Token counts up to this take the GEMV path.
 constexpr int64_t kGemvMaxTokens = 4;

@@ -85,35 +85,63 @@ float dotScalar(const Q8Row &row, const Q8Block *q, int64_t blocks) {
 
 } // namespace
 
-void kiln::cpu::matmulQ8Scalar(const MatmulRows &io, const Q8Block *q,
+void kiln::cpu::matmulQ8Scalar(const MatmulRows &io, const Q8Block *const *q,
                                const WeightView &w, int64_t nBegin,
                                int64_t nEnd) {
   const int64_t blocks = w.cols / 32;
   for (int64_t n = nBegin; n < nEnd; ++n) {
     const Q8Row row(w, n);
     for (int64_t t = 0; t < io.tokens; ++t) {
-      const float sum = dotScalar(row, q + t * blocks, blocks);
+      const float sum = dotScalar(row, q[t], blocks);
       float *out = io.yRow(t) + n;
       *out = io.accumulate ? *out + sum : sum;
     }
   }
 }
 
+bool kiln::cpu::usesInt8(const WeightView &w) {
+  return w.format == WeightFormat::MXFP4 && w.cols % 32 == 0 &&
+         mxfp4Activations() == Mxfp4Activations::Int8;
+}
+
+static void quantizeRow(const float *x, int64_t K, Q8Block *out) {
+  if (useAvx512Vnni())
+    quantizeQ8Avx512(x, K, out);
+  else
+    quantizeQ8Scalar(x, K, out);
+}
+
+void kiln::cpu::quantizeRowsQ8(ThreadPool &pool, const float *x, int64_t stride,
+                               int64_t rows, int64_t K, Q8Block *out) {
+  pool.parallelFor(
+      rows,
+      [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r)
+          quantizeRow(x + r * stride, K, out + r * (K / 32));
+      },
+      /*grain=*/1, /*unitCost=*/K);
+}
+
 void kiln::cpu::matmulRowsQ8(const MatmulRows &io, const WeightView &w,
                              int64_t nBegin, int64_t nEnd) {
   const int64_t K = w.cols, blocks = K / 32;
   static_assert(sizeof(Q8Block) == 16 * sizeof(float));
-  auto *q = reinterpret_cast<Q8Block *>(
-      threadScratch(1, size_t(io.tokens * blocks) * 16));
-  const bool vnni = useAvx512Vnni();
-  for (int64_t t = 0; t < io.tokens; ++t) {
-    if (vnni)
-      quantizeQ8Avx512(io.xRow(t), K, q + t * blocks);
-    else
-      quantizeQ8Scalar(io.xRow(t), K, q + t * blocks);
+  // The kernels read token t's blocks at rows[t].
+  const Q8Block **rows = reinterpret_cast<const Q8Block **>(
+      threadScratch(3, size_t(io.tokens) * sizeof(void *) / sizeof(float)));
+  if (io.xQ8) {
+    for (int64_t t = 0; t < io.tokens; ++t)
+      rows[t] = io.xQ8 + (io.xIndex ? io.xIndex[t] : t) * blocks;
+  } else {
+    auto *q = reinterpret_cast<Q8Block *>(
+        threadScratch(1, size_t(io.tokens * blocks) * 16));
+    for (int64_t t = 0; t < io.tokens; ++t) {
+      quantizeRow(io.xRow(t), K, q + t * blocks);
+      rows[t] = q + t * blocks;
+    }
   }
-  if (vnni)
-    matmulQ8Avx512Vnni(io, q, w, nBegin, nEnd);
+  if (useAvx512Vnni())
+    matmulQ8Avx512Vnni(io, rows, w, nBegin, nEnd);
   else
-    matmulQ8Scalar(io, q, w, nBegin, nEnd);
+    matmulQ8Scalar(io, rows, w, nBegin, nEnd);
 }

@@ -49,14 +49,15 @@ void quantizeQ8Scalar(const float *x, int64_t K, Q8Block *out);
 void quantizeQ8Avx512(const float *x, int64_t K, Q8Block *out);
 
 /// y rows [nBegin, nEnd) of `io` for the MXFP4 weight `w`, from the
-/// quantized activations q [io.tokens, w.cols / 32].
-void matmulQ8Scalar(const MatmulRows &io, const Q8Block *q, const WeightView &w,
-                    int64_t nBegin, int64_t nEnd);
-void matmulQ8Avx512Vnni(const MatmulRows &io, const Q8Block *q,
+/// quantized activations: token t's w.cols / 32 blocks at q[t].
+void matmulQ8Scalar(const MatmulRows &io, const Q8Block *const *q,
+                    const WeightView &w, int64_t nBegin, int64_t nEnd);
+void matmulQ8Avx512Vnni(const MatmulRows &io, const Q8Block *const *q,
                         const WeightView &w, int64_t nBegin, int64_t nEnd);
 
 /// matmulRows() for an MXFP4 weight under Mxfp4Activations::Int8: quantizes
-/// the rows of `io` (per call, on the calling thread), then multiplies.
+/// the rows of `io` (per call, on the calling thread) unless io.xQ8 holds
+/// them, then multiplies.
 void matmulRowsQ8(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                   int64_t nEnd);
 

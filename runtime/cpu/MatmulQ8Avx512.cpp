@@ -46,7 +46,8 @@ KILN_Q8_INLINE __m512i weightTable512() {
 /// token, `blocks` each): out[t][r].
 template <int T>
 KILN_Q8 void panelRows(const uint8_t *codes, const uint8_t *scales,
-                       const Q8Block *q, int64_t blocks, float (*out)[4]) {
+                       const Q8Block *const *q, int64_t blocks,
+                       float (*out)[4]) {
   const __m512i table = weightTable512();
   const __m512i low = _mm512_set1_epi8(0x0F);
   // Lane 4r + j takes scale byte r.
@@ -74,7 +75,7 @@ KILN_Q8 void panelRows(const uint8_t *codes, const uint8_t *scales,
                           _mm512_set1_epi32(four), scaleIndex)),
                       bias);
     for (int t = 0; t < T; ++t) {
-      const Q8Block &blk = q[t * blocks + b];
+      const Q8Block &blk = q[t][b];
       __m512i s = _mm512_broadcast_i32x4(load128(blk.negCorr));
       s = _mm512_dpbusd_epi32(s, wLo,
                               _mm512_broadcast_i32x4(load128(blk.even)));
@@ -101,7 +102,7 @@ KILN_Q8 void panelRows(const uint8_t *codes, const uint8_t *scales,
 template <int T>
 KILN_Q8 void oneRow(const uint8_t *codes, int64_t codeStride,
                     const uint8_t *scales, int64_t scaleStride,
-                    const Q8Block *q, int64_t blocks, float *out) {
+                    const Q8Block *const *q, int64_t blocks, float *out) {
   const __m128i table = load128(kQ8WeightTable);
   const __m128i low = _mm_set1_epi8(0x0F);
   __m128 acc[T];
@@ -115,7 +116,7 @@ KILN_Q8 void oneRow(const uint8_t *codes, int64_t codeStride,
     const __m128 exponent =
         _mm_set1_ps(float(int(scales[b * scaleStride]) - 127));
     for (int t = 0; t < T; ++t) {
-      const Q8Block &blk = q[t * blocks + b];
+      const Q8Block &blk = q[t][b];
       __m128i s = load128(blk.negCorr);
       s = _mm_dpbusd_epi32(s, wLo, load128(blk.even));
       s = _mm_dpbusd_epi32(s, wHi, load128(blk.odd));
@@ -138,10 +139,10 @@ KILN_Q8_INLINE void store(const MatmulRows &io, int64_t t, int64_t n,
 
 /// Tokens [t0, t0 + T) of rows [n, n + 4) (a whole panel) or row n.
 template <int T>
-KILN_Q8 void sweep(const MatmulRows &io, const Q8Block *q, const WeightView &w,
-                   int64_t n, bool panel, int64_t t0) {
+KILN_Q8 void sweep(const MatmulRows &io, const Q8Block *const *q,
+                   const WeightView &w, int64_t n, bool panel, int64_t t0) {
   const int64_t blocks = w.cols / 32;
-  const Q8Block *qt = q + t0 * blocks;
+  const Q8Block *const *qt = q + t0;
   const uint8_t *codes = static_cast<const uint8_t *>(w.data) +
                          kiln::panelOffset(n, 0, w.cols / 2, w.panelRows, 16);
   const uint8_t *scales = static_cast<const uint8_t *>(w.scales) +
@@ -160,7 +161,7 @@ KILN_Q8 void sweep(const MatmulRows &io, const Q8Block *q, const WeightView &w,
   }
 }
 
-KILN_Q8 void sweepTokens(const MatmulRows &io, const Q8Block *q,
+KILN_Q8 void sweepTokens(const MatmulRows &io, const Q8Block *const *q,
                          const WeightView &w, int64_t n, bool panel) {
   int64_t t0 = 0;
   for (; t0 + kTokenSweep <= io.tokens; t0 += kTokenSweep)
@@ -231,7 +232,7 @@ KILN_Q8 void kiln::cpu::quantizeQ8Avx512(const float *x, int64_t K,
 }
 
 KILN_Q8 void kiln::cpu::matmulQ8Avx512Vnni(const MatmulRows &io,
-                                           const Q8Block *q,
+                                           const Q8Block *const *q,
                                            const WeightView &w, int64_t nBegin,
                                            int64_t nEnd) {
   const bool panels = w.panelRows == kiln::kPanelRows;
@@ -250,9 +251,9 @@ void kiln::cpu::quantizeQ8Avx512(const float *x, int64_t K, Q8Block *out) {
   quantizeQ8Scalar(x, K, out);
 }
 
-void kiln::cpu::matmulQ8Avx512Vnni(const MatmulRows &io, const Q8Block *q,
-                                   const WeightView &w, int64_t nBegin,
-                                   int64_t nEnd) {
+void kiln::cpu::matmulQ8Avx512Vnni(const MatmulRows &io,
+                                   const Q8Block *const *q, const WeightView &w,
+                                   int64_t nBegin, int64_t nEnd) {
   matmulQ8Scalar(io, q, w, nBegin, nEnd);
 }
 

@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/Moe.h"
 #include "runtime/cpu/Matmul.h"
+#include "runtime/cpu/MatmulQ8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -78,7 +79,10 @@ struct FusedMoe {
   int32_t *tokenOf = nullptr; // compact row -> token
   float *scaleOf = nullptr;   // compact row -> routing weight
   float *act = nullptr;       // [pairs, I]: gate, then SwiGLU · weight
-  float *upOut = nullptr;     // [pairs, I]
+  // Under int8 activations (usesInt8), x and act quantized once for every
+  // expert's matmuls (MatmulRows::xQ8); null otherwise.
+  const Q8Block *xQ8 = nullptr, *actQ8 = nullptr;
+  float *upOut = nullptr;                          // [pairs, I]
   float *sharedAct = nullptr, *sharedUp = nullptr; // [T, Is]
 
   /// Lists each expert's pairs in sortedIds order, padding dropped, and
@@ -121,6 +125,7 @@ struct FusedMoe {
       io.xIndex = tokenOf + run.begin;
       io.yStride = I;
       io.tokens = run.count;
+      io.xQ8 = xQ8;
       io.y = act + run.begin * I;
       matmulRows(io, w.gate.expert(run.expert), r0, r1);
       io.y = upOut + run.begin * I;
@@ -134,6 +139,7 @@ struct FusedMoe {
       io.xStride = H;
       io.yStride = Is;
       io.tokens = T;
+      io.xQ8 = xQ8;
       io.y = sharedAct;
       matmulRows(io, w.sharedGate, s0, s1);
       io.y = sharedUp;
@@ -162,6 +168,7 @@ struct FusedMoe {
       MatmulRows io;
       io.x = act + run.begin * I;
       io.xStride = I;
+      io.xQ8 = actQ8 ? actQ8 + run.begin * (I / 32) : nullptr;
       io.y = y;
       io.yStride = H;
       io.yIndex = tokenOf + run.begin;
@@ -184,6 +191,14 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
   FusedMoe moe(x, T, weights);
   moe.plan(alignBlocks(ids, T, params, arena), routeWeights, params, arena);
 
+  if (usesInt8(weights.gate) || usesInt8(weights.up) ||
+      (moe.Is &&
+       (usesInt8(weights.sharedGate) || usesInt8(weights.sharedUp)))) {
+    auto *q = static_cast<Q8Block *>(arena.allocBytes(q8Bytes(T, moe.H)));
+    quantizeRowsQ8(pool, x, moe.H, T, moe.H, q);
+    moe.xQ8 = q;
+  }
+
   // Phase 1: a thread takes whole 32-row units of every routed expert and
   // the same fraction of the shared expert's units.
   const int64_t unitsRouted = (moe.I + kRowUnit - 1) / kRowUnit;
@@ -203,6 +218,13 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
                    sharedRow(u1));
       },
       /*grain=*/1, unitCost);
+
+  if (usesInt8(weights.down) && moe.pairs > 0) {
+    auto *q =
+        static_cast<Q8Block *>(arena.allocBytes(q8Bytes(moe.pairs, moe.I)));
+    quantizeRowsQ8(pool, moe.act, moe.I, moe.pairs, moe.I, q);
+    moe.actQ8 = q;
+  }
 
   // Phase 2: a thread owns columns [n0, n1) of y, so the order in which
   // experts are added never depends on timing. A column costs I per pair

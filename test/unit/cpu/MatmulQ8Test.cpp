@@ -236,6 +236,37 @@ TEST(MatmulQ8, RowRangesInsidePanelsAccumulate) {
   }
 }
 
+TEST(MatmulQ8, PrequantizedRowsGiveTheSameBits) {
+  // MatmulRows::xQ8 from quantizeRowsQ8(), gathered through xIndex, against
+  // quantizing inside the call; on both paths.
+  Int8ActivationsScope int8;
+  std::mt19937 rng(16);
+  const int64_t N = 40, K = 192, rows = 9;
+  TestWeight w = inPanels(randomWeight(rng, WeightFormat::MXFP4, N, K));
+  std::vector<float> x = randomFloats(rng, rows * K);
+  const std::vector<int32_t> index = {8, 0, 3, 3, 7};
+  ThreadPool pool(2);
+  std::vector<Q8Block> q(size_t(rows * K / 32));
+  quantizeRowsQ8(pool, x.data(), K, rows, K, q.data());
+  for (bool scalar : {false, true}) {
+    setForceScalar(scalar);
+    MatmulRows io;
+    io.x = x.data();
+    io.xStride = K;
+    io.xIndex = index.data();
+    io.yStride = N;
+    io.tokens = int64_t(index.size());
+    std::vector<float> want(index.size() * N), got(index.size() * N);
+    io.y = want.data();
+    matmulRows(io, w.view, 0, N);
+    io.xQ8 = q.data();
+    io.y = got.data();
+    matmulRows(io, w.view, 0, N);
+    setForceScalar(false);
+    EXPECT_TRUE(sameBits(want, got)) << "scalar=" << scalar;
+  }
+}
+
 TEST(MatmulQ8, Int8RoundingCostsLittleAgainstTheExactPath) {
   // What the option gives up, on weights and activations like a model's:
   // relative L2 against the exact path. Recorded in docs/cpu.md.
