@@ -18,6 +18,11 @@ namespace kiln::bench {
 
 double measureFmaPeakGflops(cpu::ThreadPool &pool);
 
+/// The int8 multiply-add peak of the int8 MXFP4 path (docs/cpu.md): AVX-512
+/// VNNI vpdpbusd chains, a multiply-add counting two operations. 0 where
+/// that path does not run (no VNNI, or a forced lower path).
+double measureInt8PeakGops(cpu::ThreadPool &pool);
+
 } // namespace kiln::bench
 
 #endif // KILN_TOOLS_KILN_BENCH_COMPUTEPEAK_H

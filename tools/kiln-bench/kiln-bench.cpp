@@ -88,7 +88,8 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --membw               measure the machine's read (the decode floor) and
                         copy bandwidth in the same run
   --peak                measure the kernel path's FP32 multiply-add peak in
-                        the same run; prefill reports its fraction of it
+                        the same run (and the int8 one where AVX-512 VNNI
+                        runs); prefill reports its fraction of the FP32 peak
   --spec K              greedy decoding with K MTP drafts per round vs none
   --profile             time per kernel kind of the prefill and decode steps
   --cpu-affinity        pin each kernel thread to one CPU
@@ -542,6 +543,17 @@ int main(int argc, char **argv) {
         Row r{"FP32 multiply-add peak", threads, 0, 0, 0, 0, 0};
         r.peakGflops = peak;
         rows.push_back(r);
+      }
+      // The int8 MXFP4 path's ceiling, where it runs (docs/cpu.md).
+      if (const double int8 = bench::measureInt8PeakGops(pool); int8 > 0) {
+        std::printf("compute peak, %d thread(s): %.1f GOP/s (int8 "
+                    "multiply-add, vpdpbusd)\n",
+                    threads, int8);
+        if (o.model.empty()) {
+          Row r{"int8 multiply-add peak", threads, 0, 0, 0, 0, 0};
+          r.peakGflops = int8;
+          rows.push_back(r);
+        }
       }
     }
     if (o.model.empty())
