@@ -10,8 +10,11 @@
 
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Dequant.h"
+#include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/Types.h"
 #include "support/WeightPanels.h"
+
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
@@ -188,12 +191,40 @@ inline TestWeight inPanels(const TestWeight &w) {
   return p;
 }
 
+/// matmul() of x [T, w.cols] into a new y [T, w.rows], filled with a
+/// sentinel first so that an output the kernel skips shows.
+inline std::vector<float> runMatmul(ThreadPool &pool,
+                                    const std::vector<float> &x, int64_t T,
+                                    const WeightView &w) {
+  std::vector<float> y(size_t(T * w.rows), -12345.0f);
+  matmul(pool, x.data(), T, w, y.data());
+  return y;
+}
+
 /// Makes the kernels take their scalar paths while alive.
 class ScalarScope {
 public:
   ScalarScope() { setForceScalar(true); }
   ~ScalarScope() { setForceScalar(false); }
 };
+
+/// y, the 1-thread result of x [T, w.cols] · wᵀ, must come out bit for bit
+/// on 2 threads, on the scalar path, and for the last token alone.
+inline void expectSameOnThreadsPathsAndBatch(const std::vector<float> &y,
+                                             const std::vector<float> &x,
+                                             int64_t T, const WeightView &w,
+                                             const std::string &what) {
+  ThreadPool one(1), two(2);
+  EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, w))) << what << " threads";
+  {
+    ScalarScope scalar;
+    EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, w))) << what << " scalar";
+  }
+  std::vector<float> last(x.end() - w.cols, x.end());
+  EXPECT_TRUE(sameBits(runMatmul(one, last, 1, w),
+                       std::vector<float>(y.end() - w.rows, y.end())))
+      << what << " batch";
+}
 
 /// Makes MXFP4 matmuls take int8 activations while alive.
 class Int8ActivationsScope {

@@ -23,13 +23,6 @@ using namespace kiln::cpu::test;
 
 namespace {
 
-std::vector<float> run(ThreadPool &pool, const std::vector<float> &x, int64_t T,
-                       const WeightView &w) {
-  std::vector<float> y(size_t(T * w.rows), -12345.0f);
-  matmul(pool, x.data(), T, w, y.data());
-  return y;
-}
-
 /// A row of 32-value blocks that exercises the rounding: ties, values that
 /// round to the clamp, an all-zero block and tiny magnitudes.
 std::vector<float> awkwardRow(std::mt19937 &rng, int64_t K) {
@@ -179,26 +172,17 @@ TEST(MatmulQ8, EveryPathThreadAndBatchGivesTheSameBits) {
                                " K=" + std::to_string(s.k) +
                                " T=" + std::to_string(T);
       std::vector<float> x = randomFloats(rng, T * s.k, -2.0f, 2.0f);
-      std::vector<float> y = run(one, x, T, rows.view);
+      std::vector<float> y = runMatmul(one, x, T, rows.view);
       expectNearInt8Reference(y, x, T, rows, what);
-      EXPECT_TRUE(sameBits(y, run(two, x, T, rows.view))) << what << " threads";
-      {
-        ScalarScope scalar;
-        EXPECT_TRUE(sameBits(y, run(two, x, T, rows.view)))
-            << what << " scalar";
-      }
+      expectSameOnThreadsPathsAndBatch(y, x, T, rows.view, what);
       if (panelable) {
         TestWeight panels = inPanels(rows);
-        EXPECT_TRUE(sameBits(y, run(two, x, T, panels.view)))
+        EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, panels.view)))
             << what << " panels";
         ScalarScope scalar;
-        EXPECT_TRUE(sameBits(y, run(one, x, T, panels.view)))
+        EXPECT_TRUE(sameBits(y, runMatmul(one, x, T, panels.view)))
             << what << " panels scalar";
       }
-      std::vector<float> last(x.end() - s.k, x.end());
-      EXPECT_TRUE(sameBits(run(one, last, 1, rows.view),
-                           std::vector<float>(y.end() - s.n, y.end())))
-          << what << " batch";
     }
   }
 }
@@ -212,7 +196,7 @@ TEST(MatmulQ8, RowRangesInsidePanelsAccumulate) {
   ThreadPool one(1);
   for (int64_t T : {1, 3, 11}) {
     std::vector<float> x = randomFloats(rng, T * 256);
-    std::vector<float> want = run(one, x, T, panels.view);
+    std::vector<float> want = runMatmul(one, x, T, panels.view);
     for (bool scalar : {false, true}) {
       setForceScalar(scalar);
       std::vector<float> y(size_t(T * 68), 1.0f);
@@ -274,9 +258,9 @@ TEST(MatmulQ8, Int8RoundingCostsLittleAgainstTheExactPath) {
   TestWeight w = randomWeight(rng, WeightFormat::MXFP4, 256, 2048);
   ThreadPool pool(2);
   std::vector<float> x = randomFloats(rng, 8 * 2048);
-  std::vector<float> exact = run(pool, x, 8, w.view);
+  std::vector<float> exact = runMatmul(pool, x, 8, w.view);
   Int8ActivationsScope int8;
-  std::vector<float> y = run(pool, x, 8, w.view);
+  std::vector<float> y = runMatmul(pool, x, 8, w.view);
   const double err = relL2(y, exact);
   EXPECT_GT(err, 0.0) << "the int8 path must actually run";
   EXPECT_LT(err, 1e-2);

@@ -20,13 +20,6 @@ using namespace kiln::cpu::test;
 
 namespace {
 
-std::vector<float> run(ThreadPool &pool, const std::vector<float> &x, int64_t T,
-                       const WeightView &w) {
-  std::vector<float> y(size_t(T * w.rows), -12345.0f);
-  matmul(pool, x.data(), T, w, y.data());
-  return y;
-}
-
 /// Checks y against Σ x·w in double within the bound in the file comment.
 void expectNearReference(const std::vector<float> &y,
                          const std::vector<float> &x, int64_t T,
@@ -61,7 +54,7 @@ struct Shape {
 };
 
 void checkFormat(WeightFormat format, const std::vector<Shape> &shapes) {
-  ThreadPool one(1), two(2);
+  ThreadPool one(1);
   std::mt19937 rng(1234 + int(format));
   for (const Shape &s : shapes) {
     TestWeight w = randomWeight(rng, format, s.n, s.k);
@@ -70,18 +63,9 @@ void checkFormat(WeightFormat format, const std::vector<Shape> &shapes) {
           std::string(formatName(format)) + " N=" + std::to_string(s.n) +
           " K=" + std::to_string(s.k) + " T=" + std::to_string(T);
       std::vector<float> x = randomFloats(rng, T * s.k);
-      std::vector<float> y = run(one, x, T, w.view);
+      std::vector<float> y = runMatmul(one, x, T, w.view);
       expectNearReference(y, x, T, w, what);
-      EXPECT_TRUE(sameBits(y, run(two, x, T, w.view))) << what << " threads";
-      {
-        ScalarScope scalar;
-        EXPECT_TRUE(sameBits(y, run(two, x, T, w.view))) << what << " scalar";
-      }
-      // Batch invariance: the last token alone gives the same bits.
-      std::vector<float> last(x.end() - s.k, x.end());
-      std::vector<float> alone = run(one, last, 1, w.view);
-      EXPECT_TRUE(sameBits(alone, std::vector<float>(y.end() - s.n, y.end())))
-          << what << " batch";
+      expectSameOnThreadsPathsAndBatch(y, x, T, w.view, what);
     }
   }
 }
@@ -104,7 +88,7 @@ TEST(Matmul, FP8BlockScalesSpanRowsAndColumns) {
   TestWeight w = randomWeight(rng, WeightFormat::FP8, 300, 300);
   for (int64_t T : {1, 9}) {
     std::vector<float> x = randomFloats(rng, T * 300);
-    expectNearReference(run(pool, x, T, w.view), x, T, w,
+    expectNearReference(runMatmul(pool, x, T, w.view), x, T, w,
                         "FP8 300x300 T=" + std::to_string(T));
   }
 }
@@ -119,7 +103,7 @@ void expectSingleValues(TestWeight &w, const std::vector<double> &want) {
       if (scalar)
         setForceScalar(true);
       std::vector<float> y =
-          run(pool, std::vector<float>(size_t(T * k), 1.0f), T, w.view);
+          runMatmul(pool, std::vector<float>(size_t(T * k), 1.0f), T, w.view);
       setForceScalar(false);
       for (int64_t t = 0; t < T; ++t)
         for (int64_t r = 0; r < n; ++r) {
@@ -196,7 +180,8 @@ TEST(Matmul, MXFP4NaNScalePoisonsOnlyItsBlock) {
   TestWeight w = randomWeight(rng, WeightFormat::MXFP4, 4, 64);
   w.scales[2 * 2 + 1] = 0xFF; // row 2, second block
   for (int64_t T : {1, 5}) {
-    std::vector<float> y = run(pool, randomFloats(rng, T * 64), T, w.view);
+    std::vector<float> y =
+        runMatmul(pool, randomFloats(rng, T * 64), T, w.view);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t r = 0; r < 4; ++r)
         EXPECT_EQ(std::isnan(y[t * 4 + r]), r == 2) << t << " " << r;
@@ -231,7 +216,7 @@ TEST(Matmul, RowsIndexedAndAccumulated) {
       gathered.insert(gathered.end(), x.begin() + xi[t] * 70,
                       x.begin() + (xi[t] + 1) * 70);
     ThreadPool pool(1);
-    std::vector<float> plain = run(pool, gathered, T, w.view);
+    std::vector<float> plain = runMatmul(pool, gathered, T, w.view);
     for (int64_t t = 0; t < T; ++t)
       for (int64_t n = 0; n < 64; ++n) {
         float want = before[yi[t] * 64 + n];
@@ -261,13 +246,15 @@ void checkPanels(WeightFormat format) {
       for (int64_t T : {1, 2, 3, 4, 5, 70}) {
         std::vector<float> x = randomFloats(rng, T * s.k);
         const WeightView rm = rows.view.expert(e), pm = panels.view.expert(e);
-        std::vector<float> want = run(one, x, T, rm);
+        std::vector<float> want = runMatmul(one, x, T, rm);
         std::string at = what + " T=" + std::to_string(T);
-        EXPECT_TRUE(sameBits(want, run(one, x, T, pm))) << at;
-        EXPECT_TRUE(sameBits(want, run(two, x, T, pm))) << at << " threads";
+        EXPECT_TRUE(sameBits(want, runMatmul(one, x, T, pm))) << at;
+        EXPECT_TRUE(sameBits(want, runMatmul(two, x, T, pm)))
+            << at << " threads";
         {
           ScalarScope scalar;
-          EXPECT_TRUE(sameBits(want, run(two, x, T, pm))) << at << " scalar";
+          EXPECT_TRUE(sameBits(want, runMatmul(two, x, T, pm)))
+              << at << " scalar";
         }
         // A row range that starts inside a panel.
         std::vector<float> y(size_t(T * s.n), 0.0f);
@@ -297,11 +284,11 @@ TEST(Matmul, ZeroTokensAndEmptyK) {
   ThreadPool pool(2);
   std::mt19937 rng(5);
   TestWeight w = randomWeight(rng, WeightFormat::F32, 8, 0);
-  std::vector<float> y = run(pool, {}, 3, w.view);
+  std::vector<float> y = runMatmul(pool, {}, 3, w.view);
   for (float v : y)
     EXPECT_EQ(v, 0.0f);
   TestWeight w2 = randomWeight(rng, WeightFormat::F32, 8, 4);
-  std::vector<float> none = run(pool, {}, 0, w2.view);
+  std::vector<float> none = runMatmul(pool, {}, 0, w2.view);
   EXPECT_TRUE(none.empty());
 }
 
