@@ -9,8 +9,8 @@
 // the block's int8 activations, broadcast to the four lanes, starting from
 // negCorr, so int32 lane 4r + j holds row r's lane j exactly. A single row
 // (panel edges, row-major weights) does the same on 128-bit vectors. Each
-// group of rows is swept by up to 8 tokens at a time, its weights decoded
-// once per sweep.
+// group of rows (one panel, or two when there are 4 tokens or more) is
+// swept by up to 8 tokens at a time, its weights decoded once per sweep.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +32,7 @@ using namespace kiln::cpu;
 namespace {
 
 constexpr int kTokenSweep = 8;
+constexpr int64_t kPanelPairTokens = 4;
 constexpr int64_t kPrefetchBytes = 2048;
 
 KILN_Q8_INLINE __m128i load128(const void *p) {
@@ -42,12 +43,12 @@ KILN_Q8_INLINE __m512i weightTable512() {
   return _mm512_broadcast_i32x4(load128(kQ8WeightTable));
 }
 
-/// Rows n .. n + 3 of one panel for tokens [0, T) of q (block-major per
-/// token, `blocks` each): out[t][r].
-template <int T>
+/// Rows n .. n + 4G - 1, G whole panels one after another, for tokens
+/// [0, T): out[t][4g + r]. Two panels share each token's activation loads.
+template <int T, int G>
 KILN_Q8 void panelRows(const uint8_t *codes, const uint8_t *scales,
                        const Q8Block *const *q, int64_t blocks,
-                       float (*out)[4]) {
+                       float (*out)[4 * G]) {
   const __m512i table = weightTable512();
   const __m512i low = _mm512_set1_epi8(0x0F);
   // Lane 4r + j takes scale byte r.
@@ -56,45 +57,55 @@ KILN_Q8 void panelRows(const uint8_t *codes, const uint8_t *scales,
       0x80808002, 0x80808002, 0x80808001, 0x80808001, 0x80808001, 0x80808001,
       0x80808000, 0x80808000, 0x80808000, 0x80808000);
   const __m512 bias = _mm512_set1_ps(127.0f);
-  __m512 acc[T];
+  const int64_t panelBytes = 64 * blocks, panelScales = 4 * blocks;
+  __m512 acc[T][G];
   for (int t = 0; t < T; ++t)
-    acc[t] = _mm512_setzero_ps();
+    for (int g = 0; g < G; ++g)
+      acc[t][g] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    _mm_prefetch(
-        reinterpret_cast<const char *>(codes + 64 * b + kPrefetchBytes),
-        _MM_HINT_T0);
-    const __m512i v = _mm512_loadu_si512(codes + 64 * b);
-    const __m512i lo = _mm512_and_si512(v, low);
-    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-    const __m512i wLo = _mm512_shuffle_epi8(table, lo);
-    const __m512i wHi = _mm512_shuffle_epi8(table, hi);
-    int32_t four;
-    std::memcpy(&four, scales + 4 * b, 4);
-    const __m512 exponent =
-        _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_shuffle_epi8(
-                          _mm512_set1_epi32(four), scaleIndex)),
-                      bias);
+    __m512i wLo[G], wHi[G];
+    __m512 exponent[G];
+    for (int g = 0; g < G; ++g) {
+      const uint8_t *c = codes + g * panelBytes + 64 * b;
+      _mm_prefetch(reinterpret_cast<const char *>(c + kPrefetchBytes),
+                   _MM_HINT_T0);
+      const __m512i v = _mm512_loadu_si512(c);
+      wLo[g] = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low));
+      wHi[g] = _mm512_shuffle_epi8(
+          table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
+      int32_t four;
+      std::memcpy(&four, scales + g * panelScales + 4 * b, 4);
+      exponent[g] = _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_shuffle_epi8(
+                                      _mm512_set1_epi32(four), scaleIndex)),
+                                  bias);
+    }
     for (int t = 0; t < T; ++t) {
       const Q8Block &blk = q[t][b];
-      __m512i s = _mm512_broadcast_i32x4(load128(blk.negCorr));
-      s = _mm512_dpbusd_epi32(s, wLo,
-                              _mm512_broadcast_i32x4(load128(blk.even)));
-      s = _mm512_dpbusd_epi32(s, wHi, _mm512_broadcast_i32x4(load128(blk.odd)));
-      const __m512 m =
-          _mm512_scalef_ps(_mm512_set1_ps(blk.halfScale), exponent);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), m, acc[t]);
+      const __m512i corr = _mm512_broadcast_i32x4(load128(blk.negCorr));
+      const __m512i even = _mm512_broadcast_i32x4(load128(blk.even));
+      const __m512i odd = _mm512_broadcast_i32x4(load128(blk.odd));
+      const __m512 half = _mm512_set1_ps(blk.halfScale);
+      for (int g = 0; g < G; ++g) {
+        __m512i s = _mm512_dpbusd_epi32(corr, wLo[g], even);
+        s = _mm512_dpbusd_epi32(s, wHi[g], odd);
+        const __m512 m = _mm512_scalef_ps(half, exponent[g]);
+        acc[t][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), m, acc[t][g]);
+      }
     }
   }
   for (int t = 0; t < T; ++t) {
-    // (lane 0 + lane 1) + (lane 2 + lane 3) in each 128-bit lane.
-    __m512 pairs = _mm512_add_ps(
-        acc[t], _mm512_permute_ps(acc[t], _MM_SHUFFLE(2, 3, 0, 1)));
-    __m512 sums =
-        _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(1, 0, 3, 2)));
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, sums);
-    for (int r = 0; r < 4; ++r)
-      out[t][r] = lanes[4 * r];
+    for (int g = 0; g < G; ++g) {
+      // (lane 0 + lane 1) + (lane 2 + lane 3) in each 128-bit lane.
+      const __m512 a = acc[t][g];
+      const __m512 pairs =
+          _mm512_add_ps(a, _mm512_permute_ps(a, _MM_SHUFFLE(2, 3, 0, 1)));
+      const __m512 sums = _mm512_add_ps(
+          pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(1, 0, 3, 2)));
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, sums);
+      for (int r = 0; r < 4; ++r)
+        out[t][4 * g + r] = lanes[4 * r];
+    }
   }
 }
 
@@ -137,21 +148,22 @@ KILN_Q8_INLINE void store(const MatmulRows &io, int64_t t, int64_t n,
   *out = io.accumulate ? *out + sum : sum;
 }
 
-/// Tokens [t0, t0 + T) of rows [n, n + 4) (a whole panel) or row n.
-template <int T>
+/// Tokens [t0, t0 + T) of rows [n, n + rows): 4 x G rows of G whole panels
+/// (rows = 4G), or row n alone (rows = 1).
+template <int T, int G>
 KILN_Q8 void sweep(const MatmulRows &io, const Q8Block *const *q,
-                   const WeightView &w, int64_t n, bool panel, int64_t t0) {
+                   const WeightView &w, int64_t n, int64_t t0) {
   const int64_t blocks = w.cols / 32;
   const Q8Block *const *qt = q + t0;
   const uint8_t *codes = static_cast<const uint8_t *>(w.data) +
                          kiln::panelOffset(n, 0, w.cols / 2, w.panelRows, 16);
   const uint8_t *scales = static_cast<const uint8_t *>(w.scales) +
                           kiln::panelOffset(n, 0, blocks, w.panelRows, 1);
-  if (panel) {
-    float out[T][4];
-    panelRows<T>(codes, scales, qt, blocks, out);
+  if constexpr (G > 0) {
+    float out[T][4 * G];
+    panelRows<T, G>(codes, scales, qt, blocks, out);
     for (int t = 0; t < T; ++t)
-      for (int r = 0; r < 4; ++r)
+      for (int r = 0; r < 4 * G; ++r)
         store(io, t0 + t, n + r, out[t][r]);
   } else {
     float out[T];
@@ -161,26 +173,28 @@ KILN_Q8 void sweep(const MatmulRows &io, const Q8Block *const *q,
   }
 }
 
+/// Every token of rows [n, n + max(1, 4G)), kTokenSweep tokens at a time.
+template <int G>
 KILN_Q8 void sweepTokens(const MatmulRows &io, const Q8Block *const *q,
-                         const WeightView &w, int64_t n, bool panel) {
+                         const WeightView &w, int64_t n) {
   int64_t t0 = 0;
   for (; t0 + kTokenSweep <= io.tokens; t0 += kTokenSweep)
-    sweep<kTokenSweep>(io, q, w, n, panel, t0);
+    sweep<kTokenSweep, G>(io, q, w, n, t0);
   switch (io.tokens - t0) {
   case 1:
-    return sweep<1>(io, q, w, n, panel, t0);
+    return sweep<1, G>(io, q, w, n, t0);
   case 2:
-    return sweep<2>(io, q, w, n, panel, t0);
+    return sweep<2, G>(io, q, w, n, t0);
   case 3:
-    return sweep<3>(io, q, w, n, panel, t0);
+    return sweep<3, G>(io, q, w, n, t0);
   case 4:
-    return sweep<4>(io, q, w, n, panel, t0);
+    return sweep<4, G>(io, q, w, n, t0);
   case 5:
-    return sweep<5>(io, q, w, n, panel, t0);
+    return sweep<5, G>(io, q, w, n, t0);
   case 6:
-    return sweep<6>(io, q, w, n, panel, t0);
+    return sweep<6, G>(io, q, w, n, t0);
   case 7:
-    return sweep<7>(io, q, w, n, panel, t0);
+    return sweep<7, G>(io, q, w, n, t0);
   default:
     return;
   }
@@ -236,12 +250,24 @@ KILN_Q8 void kiln::cpu::matmulQ8Avx512Vnni(const MatmulRows &io,
                                            const WeightView &w, int64_t nBegin,
                                            int64_t nEnd) {
   const bool panels = w.panelRows == kiln::kPanelRows;
+  // Two panels at once halve the activation loads per multiply-add, which
+  // bound the sweep with many tokens (measured: a 64-token 768 x 2048
+  // matmul 1.02-1.11 -> 0.73-0.85 ms); with few tokens the second weight
+  // stream costs more than it saves (GEMV from DRAM 16-22 -> 10-13 GB/s).
+  const bool pairs = io.tokens >= kPanelPairTokens;
   int64_t n = nBegin;
   while (n < nEnd) {
-    const bool whole =
-        panels && n % kiln::kPanelRows == 0 && n + kiln::kPanelRows <= nEnd;
-    sweepTokens(io, q, w, n, whole);
-    n += whole ? kiln::kPanelRows : 1;
+    const bool atPanel = panels && n % kiln::kPanelRows == 0;
+    if (pairs && atPanel && n + 2 * kiln::kPanelRows <= nEnd) {
+      sweepTokens<2>(io, q, w, n);
+      n += 2 * kiln::kPanelRows;
+    } else if (atPanel && n + kiln::kPanelRows <= nEnd) {
+      sweepTokens<1>(io, q, w, n);
+      n += kiln::kPanelRows;
+    } else {
+      sweepTokens<0>(io, q, w, n);
+      n += 1;
+    }
   }
 }
 
