@@ -306,7 +306,9 @@ void writeJson(const Options &o, const std::vector<Row> &rows) {
   doc["label"] = o.label;
   doc["cpu"] = {{"model", f.model},
                 {"features", f.list()},
-                {"kernel_path", std::string(cpu::cpuPathName(cpu::cpuPath()))}};
+                {"kernel_path", std::string(cpu::cpuPathName(cpu::cpuPath()))},
+                {"mxfp4_activations", std::string(cpu::mxfp4ActivationsName(
+                                          cpu::mxfp4Activations()))}};
   doc["rows"] = nlohmann::json::array();
   for (const Row &r : rows) {
     nlohmann::json row = {{"what", r.what},
