@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/CommFactory.h"
+#include "test/unit/ExpectStatus.h"
 #include "test/unit/comm/MpiGtestMain.h"
 
 #include <gtest/gtest.h>
@@ -22,17 +23,6 @@ using namespace kiln::comm;
 namespace {
 
 Communicator *gComm = nullptr;
-
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    Status status_ = (expr);                                                   \
-    ASSERT_TRUE(status_.isOk()) << status_.toString();                         \
-  } while (0)
-#define EXPECT_OK(expr)                                                        \
-  do {                                                                         \
-    Status status_ = (expr);                                                   \
-    EXPECT_TRUE(status_.isOk()) << status_.toString();                         \
-  } while (0)
 
 /// Rank r's contribution at element i: signs and magnitudes spread over
 /// 2^-10 .. 2^20, so that the order of the additions changes the float sum.

@@ -226,11 +226,19 @@ inline void expectSameOnThreadsPathsAndBatch(const std::vector<float> &y,
       << what << " batch";
 }
 
-/// Makes MXFP4 matmuls take int8 activations while alive.
+/// Makes MXFP4 matmuls take int8 activations while alive, then restores
+/// the mode that was in force before.
 class Int8ActivationsScope {
 public:
-  Int8ActivationsScope() { setMxfp4Activations("int8", nullptr); }
-  ~Int8ActivationsScope() { setMxfp4Activations("f32", nullptr); }
+  Int8ActivationsScope() : before_(mxfp4Activations()) {
+    setMxfp4Activations("int8", nullptr);
+  }
+  ~Int8ActivationsScope() {
+    setMxfp4Activations(mxfp4ActivationsName(before_), nullptr);
+  }
+
+private:
+  Mxfp4Activations before_;
 };
 
 } // namespace kiln::cpu::test
