@@ -68,15 +68,23 @@ public:
       return user->emitError("expected a kiln.weight operand");
     auto type = w.getType();
     Type e = type.getElementType();
-    if (w.getEncoding().getKind() != StorageKind::raw ||
+    EncodingAttr encoding = w.getEncoding();
+    // Kiln's MXFP4 values stored dequantized (kiln-partition-tensor).
+    bool mxfp4 = encoding.getKind() == StorageKind::mxfp4_values && e.isF32();
+    if ((encoding.getKind() != StorageKind::raw && !mxfp4) ||
         !(e.isF32() || e.isBF16() || e.isF16()))
       return user->emitError() << "weight '" << w.getName()
                                << "' is not a plain float tensor; quantized "
                                   "weights must come with their scales";
     WeightDecl decl = base(w);
-    decl.kind = plan::WeightKind::dense;
+    decl.kind =
+        mxfp4 ? plan::WeightKind::mxfp4_dequant : plan::WeightKind::dense;
     decl.dtype = type.getRank() == 1 ? Float32Type::get(e.getContext()) : e;
-    if (auto src = w.getSourceScale()) // a dequantized FP8 source
+    decl.floor =
+        mxfp4 && encoding.getRule() && *encoding.getRule() == ScaleRule::floor;
+    // The scales of a dequantized FP8 or MXFP4 source (or, for
+    // mxfp4_dequant, of the FP8 source Kiln quantizes).
+    if (auto src = w.getSourceScale())
       decl.scales = src->str();
     return intern(std::move(decl));
   }

@@ -68,6 +68,7 @@ Unit unitOf(WeightOp w) {
   case WeightKind::mxfp4_quant:
     return Unit::Mxfp4Mfma;
   case WeightKind::dense:
+  case WeightKind::mxfp4_dequant:
     break;
   }
   return w.getDtype().isF32() ? Unit::Vector : Unit::Bf16Mfma;

@@ -89,9 +89,10 @@ public:
              << "kiln-partition-tensor: the scales are not a kiln.weight";
     int64_t block = ref.block[size_t(axis)];
     bool cut = cutsBlocks(first, count, block, full);
-    // FP8 blocks cut by the slice: the projection reads the weight
-    // dequantized to f32 instead (the fixture's 384 rows over 2 ranks).
-    if (cut && isa<Float8E4M3FNType>(values.getType().getElementType())) {
+    // FP8 or MXFP4 blocks cut by the slice: the projection reads the
+    // weight dequantized to f32 instead (the FP8 fixture's 384 rows over 2
+    // ranks, the MXFP4 one's 128 expert columns over 8).
+    if (cut && dequantizable(values)) {
       FailureOr<WeightRef> dense = dequantized(user, values, scales);
       if (succeeded(dense))
         return slice(user, *dense, axis, first, count);
@@ -113,31 +114,45 @@ public:
     return success();
   }
 
-  /// FP8 `values` x `scales` as one f32 kiln.weight (raw, source_scale):
-  /// the streamer writes q * s. Warns at `user`: the weight takes 4 bytes a
-  /// value on this rank (once per weight name).
+  /// Whether `values` can be read dequantized to f32 (dequantizedWeight):
+  /// FP8 or MXFP4 elements.
+  static bool dequantizable(WeightOp values) {
+    return isa<Float8E4M3FNType, Float4E2M1FNType>(
+        values.getType().getElementType());
+  }
+
+  /// `values` x `scales` as one f32 kiln.weight, what the CPU kernels form
+  /// from the quantized bytes: a checkpoint's FP8 or Quark MXFP4 values as
+  /// raw f32 with source_scale (the streamer writes q * s); Kiln's MXFP4
+  /// values as f32 with their mxfp4_values encoding (the streamer
+  /// quantizes, then writes the values times their scales). Warns at
+  /// `user`: the weight takes 4 bytes a value on this rank (once per
+  /// weight name).
   Value dequantizedWeight(Operation *user, WeightOp values, WeightOp scales) {
+    bool fp8 = isa<Float8E4M3FNType>(values.getType().getElementType());
     if (warned_.insert(values.getName()).second)
       mlir::emitWarning(user->getLoc())
           << "kiln-partition-tensor: this rank's slice of '" << values.getName()
-          << "' cuts its 128x128 FP8 blocks; it is stored dequantized to f32 "
-             "(4 bytes a value)";
+          << "' cuts its " << (fp8 ? "128x128 FP8" : "32-value MXFP4")
+          << " blocks; it is stored dequantized to f32 (4 bytes a value)";
     OpBuilder b(values);
     auto type =
         RankedTensorType::get(values.getType().getShape(), b.getF32Type());
     replaced_.insert(values);
     replaced_.insert(scales);
+    bool kilns = values.getEncoding().getKind() == StorageKind::mxfp4_values;
+    StringAttr sourceScale =
+        kilns ? values.getSourceScaleAttr() : b.getStringAttr(scales.getName());
     return WeightOp::create(b, values.getLoc(), type, values.getName(),
-                            values.getEncoding(),
-                            b.getStringAttr(scales.getName()),
+                            values.getEncoding(), sourceScale,
                             values.getFirstExpertAttr(), DenseI64ArrayAttr())
         .getResult();
   }
 
-  /// Makes `user` (a kiln.mx_matmul, or kiln.mla_attention's kv_b) read FP8
+  /// Makes `user` (a kiln.mx_matmul, or kiln.mla_attention's kv_b) read
   /// `values` x `scales` as one f32 kiln.weight dequantized at compile time
-  /// (raw f32, source_scale): a kiln.mx_matmul becomes a kiln.matmul. The
-  /// same values the CPU kernels form from the FP8 bytes, 4 bytes each.
+  /// (dequantizedWeight): a kiln.mx_matmul becomes a kiln.matmul. The same
+  /// values the CPU kernels form from the quantized bytes, 4 bytes each.
   /// Fails for other users.
   FailureOr<WeightRef> dequantized(Operation *&user, WeightOp values,
                                    WeightOp scales) {
@@ -407,36 +422,58 @@ private:
              << " expert intermediate columns do not split evenly over "
              << ranks_ << " ranks";
     int64_t local = inter / ranks_, first = rank_ * local;
-    if (failed(sliceExpert(moe, gate, 0, first, local)) ||
-        failed(sliceExpert(moe, up, 0, first, local)) ||
-        failed(sliceExpert(moe, down, 1, first, local)))
+    // A kiln.moe takes gate, up and down in one form: if this rank's share
+    // of one cuts its blocks, all three are read dequantized.
+    bool dense = cutsExpertBlocks(gate, 0, first, local) ||
+                 cutsExpertBlocks(up, 0, first, local) ||
+                 cutsExpertBlocks(down, 1, first, local);
+    if (failed(sliceExpert(moe, gate, 0, first, local, dense)) ||
+        failed(sliceExpert(moe, up, 0, first, local, dense)) ||
+        failed(sliceExpert(moe, down, 1, first, local, dense)))
       return failure();
     return success();
   }
 
+  /// The values and scales of a kiln.block_scaled expert weight that can
+  /// be read dequantized (FP8, MXFP4), or nulls.
+  static std::pair<WeightOp, WeightOp> dequantizableParts(BlockScaledOp s) {
+    auto values = s ? s.getValues().getDefiningOp<WeightOp>() : WeightOp();
+    auto scales = s ? s.getScales().getDefiningOp<WeightOp>() : WeightOp();
+    if (!values || !scales || !dequantizable(values))
+      return {};
+    return {values, scales};
+  }
+
+  /// Whether [first, first + count) along matrix axis `axis` of the expert
+  /// weight `operand` cuts its blocks (one that could be dequantized).
+  static bool cutsExpertBlocks(OpOperand &operand, int64_t axis, int64_t first,
+                               int64_t count) {
+    auto scaled = operand.get().getDefiningOp<BlockScaledOp>();
+    auto [values, scales] = dequantizableParts(scaled);
+    if (!values)
+      return false;
+    RankedTensorType type = values.getType();
+    int64_t full = type.getDimSize(type.getRank() - 2 + axis);
+    return cutsBlocks(first, count, scaled.getType().getBlock()[size_t(axis)],
+                      full);
+  }
+
   /// Cuts the expert weight `operand` of `moe`: a kiln.weight, or a
   /// kiln.block_scaled whose values and scales are cut together (into a
-  /// copy of it for this operand alone).
+  /// copy of it for this operand alone), or, with `dense`, read as f32
+  /// (dequantizedWeight) and cut.
   LogicalResult sliceExpert(MoeOp moe, OpOperand &operand, int64_t axis,
-                            int64_t first, int64_t count) {
+                            int64_t first, int64_t count, bool dense) {
     auto scaled = operand.get().getDefiningOp<BlockScaledOp>();
     Operation *user = moe; // its operands change, never the op
     if (!scaled)
       return slice(user, {&operand, nullptr, {}}, axis, first, count);
-    // FP8 blocks cut by the slice: the experts as dequantized f32.
-    auto values = scaled.getValues().getDefiningOp<WeightOp>();
-    auto scales = scaled.getScales().getDefiningOp<WeightOp>();
-    if (values && scales &&
-        isa<Float8E4M3FNType>(values.getType().getElementType())) {
-      RankedTensorType type = values.getType();
-      int64_t full = type.getDimSize(type.getRank() - 2 + axis);
-      int64_t blk = scaled.getType().getBlock()[size_t(axis)];
-      if (cutsBlocks(first, count, blk, full)) {
-        operand.assign(dequantizedWeight(moe, values, scales));
-        if (scaled->use_empty())
-          scaled.erase();
-        return slice(user, {&operand, nullptr, {}}, axis, first, count);
-      }
+    auto [values, scales] = dequantizableParts(scaled);
+    if (dense && values) {
+      operand.assign(dequantizedWeight(moe, values, scales));
+      if (scaled->use_empty())
+        scaled.erase();
+      return slice(user, {&operand, nullptr, {}}, axis, first, count);
     }
     OpBuilder b(scaled);
     auto own = cast<BlockScaledOp>(b.clone(*scaled));

@@ -201,9 +201,11 @@ def KilnPartitionTensorPass
     query and KV heads alike: q, k and v projection rows and their biases,
     every value on the way (bias add, reshape, per-head norm, rope), and
     the K and V caches' widths (so its KV cache per rank is 1/ranks).
-    Head, column and expert counts must divide evenly; block-scaled
-    weights (MXFP4, FP8) must split on their blocks. With `ranks=1` the
-    module is left as it is.
+    Head, column and expert counts must divide evenly. A block-scaled
+    weight (MXFP4, FP8) whose share cuts its blocks is stored dequantized to
+    f32 for its reader (a projection, MLA's `kv_b`, a MoE's experts), with a
+    warning: the same values the kernels form from the quantized bytes, at
+    4 bytes each. With `ranks=1` the module is left as it is.
 
     Before, 8 heads:
     ```mlir

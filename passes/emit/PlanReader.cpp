@@ -45,6 +45,8 @@ WeightKind weightKind(plan::WeightKind kind) {
     return WeightKind::Mxfp4Raw;
   case plan::WeightKind::mxfp4_quant:
     return WeightKind::Mxfp4Quant;
+  case plan::WeightKind::mxfp4_dequant:
+    return WeightKind::Mxfp4Dequant;
   }
   return WeightKind::Dense;
 }

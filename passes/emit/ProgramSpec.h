@@ -26,22 +26,26 @@ namespace kiln::emit {
 
 /// How an artifact weight is produced from the checkpoint.
 enum class WeightKind {
-  Dense,      // a float tensor copied (rank-1 ones upcast to f32)
-  Fp8Block,   // F8_E4M3 values + F32 128x128 block scales, copied
-  Mxfp4Raw,   // Quark MXFP4: packed values + E8M0 scales, copied
-  Mxfp4Quant, // quantized by Kiln from a float (or FP8) source tensor
+  Dense,        // a float tensor copied (rank-1 ones upcast to f32), or
+                // an FP8 / Quark MXFP4 source with scaleName dequantized
+  Fp8Block,     // F8_E4M3 values + F32 128x128 block scales, copied
+  Mxfp4Raw,     // Quark MXFP4: packed values + E8M0 scales, copied
+  Mxfp4Quant,   // quantized by Kiln from a float (or FP8) source tensor
+  Mxfp4Dequant, // Mxfp4Quant, stored as F32 values x their block scales
 };
 
 enum class ElemType { F32, BF16, F16, F8E4M3, F4E2M1, E8M0 };
 
 struct WeightSpec {
   WeightKind kind = WeightKind::Dense;
-  std::string name;           // checkpoint tensor name; `{e}` for stacks
-  std::string scaleName;      // Fp8Block / Mxfp4Raw scales; Mxfp4Quant: the
-                              // FP8 source's block scales, if any
-  std::vector<int64_t> shape; // logical, [E,] N, K
+  std::string name;                // checkpoint tensor name; `{e}` for stacks
+  std::string scaleName;           // Fp8Block / Mxfp4Raw scales; Mxfp4Quant and
+                                   // Mxfp4Dequant: the FP8 source's block
+                                   // scales, if any; Dense: the scales of the
+                                   // FP8 or MXFP4 source it dequantizes
+  std::vector<int64_t> shape;      // logical, [E,] N, K
   ElemType dtype = ElemType::BF16; // stored element type of the values
-  bool evenRule = true;            // Mxfp4Quant scale rule
+  bool evenRule = true;            // Mxfp4Quant/Mxfp4Dequant scale rule
   int64_t experts = 0;             // > 0 for `{e}` stacks
   int64_t firstExpert = 0;         // the stack holds experts from this one
   int64_t sliceAxis = -1;          // 0 rows, 1 columns of each matrix: the

@@ -3,6 +3,7 @@
 #include "passes/emit/WeightStreamer.h"
 
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
+#include "passes/emit/DequantizedRows.h"
 #include "passes/emit/Mxfp4Quantize.h"
 #include "support/FloatFormats.h"
 #include "support/WeightPanels.h"
@@ -40,28 +41,6 @@ Status expectTensor(const TensorView &t, std::initializer_list<Dtype> dtypes,
                      t.describe(), ", expected shape ", shapeToString(shape),
                      " of another dtype");
   return Status::ok();
-}
-
-float toFloat(Dtype dtype, const uint8_t *p) {
-  switch (dtype) {
-  case Dtype::BF16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return bf16ToFloat(v);
-  }
-  case Dtype::F16: {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return f16ToFloat(v);
-  }
-  case Dtype::F8_E4M3:
-    return e4m3ToFloat(*p);
-  default: {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  }
 }
 
 /// A tensor as a spec reads it: the whole checkpoint tensor, or one matrix
@@ -187,7 +166,7 @@ private:
       uint64_t n = std::min<uint64_t>(kChunk / 4, count - i);
       buf.resize(n);
       for (uint64_t j = 0; j < n; ++j)
-        buf[j] = toFloat(t.dtype, t.data + (i + j) * size);
+        buf[j] = floatAt(t.dtype, t.data + (i + j) * size);
       KILN_RETURN_IF_ERROR(writer_.append(buf.data(), n * 4));
       if (p.mapped())
         source_.release(t.data + i * size, n * size);
@@ -198,43 +177,88 @@ private:
     source_.release(p.source->data, p.source->byteSize);
     progress_.advance(p.source->byteSize, 1);
   }
-  /// An FP8 block-128 matrix (`p`: this expert's piece, sliced as the spec
-  /// says) written as F32 q * s, the product the CPU kernels form from the
-  /// FP8 bytes; the scales are indexed by the source's own rows and
-  /// columns, so a slice may cut the 128 x 128 blocks.
-  Status dequantizedFp8(const WeightSpec &spec, int64_t e, const Piece &p,
-                        const std::vector<int64_t> &shape) {
-    KILN_RETURN_IF_ERROR(expectTensor(p.view, {Dtype::F8_E4M3}, shape));
+  /// The whole source tensors of expert `e` of a spec read through a
+  /// Window (quantized and dequantized weights): its values and, when the
+  /// spec names them, its scales.
+  struct Sources {
+    const TensorView *values = nullptr, *scales = nullptr;
+  };
+  Result<Sources> sources(const WeightSpec &spec, int64_t e,
+                          const std::vector<int64_t> &shape) {
+    Sources out;
+    if (shape.size() != 2)
+      return makeError(StatusCode::InvalidArgument, "weight '", spec.name,
+                       "': only matrices can be quantized or dequantized, "
+                       "found shape ",
+                       shapeToString(shape));
     KILN_ASSIGN_OR_RETURN(
-        const TensorView *s,
-        source_.get(expertName(spec.scaleName, spec.firstExpert + e)));
-    if (s->dtype != Dtype::F32 || s->shape.size() != 2)
-      return makeError(StatusCode::InvalidArgument, "tensor '", s->name,
-                       "' is ", s->describe(),
-                       ", expected the F32 block scales of an FP8 matrix");
-    const int64_t rows = shape[0], cols = shape[1];
-    const int64_t row0 = spec.sliceAxis == 0 ? spec.sliceFirst : 0;
-    const int64_t col0 = spec.sliceAxis == 1 ? spec.sliceFirst : 0;
-    const int64_t blockRows = s->shape[0], blockCols = s->shape[1];
-    if ((row0 + rows + 127) / 128 > blockRows ||
-        (col0 + cols + 127) / 128 > blockCols)
-      return makeError(StatusCode::InvalidArgument, "tensor '", s->name,
-                       "' is ", s->describe(), ": too few blocks for rows [",
-                       row0, ", ", row0 + rows, ") and columns [", col0, ", ",
-                       col0 + cols, ")");
-    const float *scales = reinterpret_cast<const float *>(s->data);
-    std::vector<float> row(static_cast<size_t>(cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint8_t *q = p.view.data + size_t(r * cols);
-      const float *rowScales = scales + (row0 + r) / 128 * blockCols;
-      for (int64_t c = 0; c < cols; ++c)
-        row[size_t(c)] = e4m3ToFloat(q[c]) * rowScales[(col0 + c) / 128];
-      KILN_RETURN_IF_ERROR(writer_.append(row.data(), row.size() * 4));
-      if (p.mapped())
-        source_.release(q, uint64_t(cols));
+        out.values, source_.get(expertName(spec.name, spec.firstExpert + e)));
+    if (!spec.scaleName.empty()) {
+      KILN_ASSIGN_OR_RETURN(
+          out.scales,
+          source_.get(expertName(spec.scaleName, spec.firstExpert + e)));
     }
-    source_.release(s->data, s->byteSize);
-    progress_.advance(s->byteSize, 1);
+    return out;
+  }
+  /// Checks a float or FP8 source matrix against the spec: the spec's
+  /// shape, but for a sliced axis long enough for the slice.
+  static Status expectWindowed(const TensorView &t, const WeightSpec &spec,
+                               const std::vector<int64_t> &shape) {
+    bool fits = t.shape.size() == 2;
+    for (size_t a = 0; fits && a < 2; ++a)
+      fits = int64_t(a) == spec.sliceAxis
+                 ? t.shape[a] >= spec.sliceFirst + shape[a]
+                 : t.shape[a] == shape[a];
+    if (!fits)
+      return makeError(StatusCode::InvalidArgument, "tensor '", t.name, "' is ",
+                       t.describe(), ", expected shape ", shapeToString(shape),
+                       spec.sliceAxis < 0    ? ""
+                       : spec.sliceAxis == 0 ? " (rows from "
+                                             : " (columns from ",
+                       spec.sliceAxis < 0 ? ""
+                                          : std::to_string(spec.sliceFirst),
+                       spec.sliceAxis < 0 ? "" : ")");
+    return Status::ok();
+  }
+  /// This rank's window of each source matrix, in values.
+  static Window window(const WeightSpec &spec,
+                       const std::vector<int64_t> &shape) {
+    return {spec.sliceAxis == 0 ? spec.sliceFirst : 0, shape[0],
+            spec.sliceAxis == 1 ? spec.sliceFirst : 0, shape[1]};
+  }
+  void release(const Sources &src) {
+    for (const TensorView *v : {src.values, src.scales})
+      if (v) {
+        source_.release(v->data, v->byteSize);
+        progress_.advance(v->byteSize, 1);
+      }
+  }
+  /// Expert `e` of a dequantized weight (Dense with scales, Mxfp4Dequant),
+  /// this rank's window of it as f32 rows (DequantizedRows.h). The source
+  /// tensors are read whole, so the window may cut their blocks.
+  Status dequantized(const WeightSpec &spec, int64_t e,
+                     const std::vector<int64_t> &shape, std::string &how) {
+    KILN_ASSIGN_OR_RETURN(Sources src, sources(spec, e, shape));
+    const TensorView *t = src.values, *s = src.scales;
+    const Window w = window(spec, shape);
+    RowSink sink = [&](const float *row) {
+      return writer_.append(row, uint64_t(w.cols) * 4);
+    };
+    if (t->dtype != Dtype::U8)
+      KILN_RETURN_IF_ERROR(expectWindowed(*t, spec, shape));
+    if (spec.kind == WeightKind::Mxfp4Dequant) {
+      auto rule = spec.evenRule ? Mxfp4ScaleRule::Even : Mxfp4ScaleRule::Floor;
+      KILN_RETURN_IF_ERROR(roundTripMxfp4(*t, s, rule, w, sink));
+      how = std::string(dtypeName(t->dtype)) + "->mxfp4(" +
+            (spec.evenRule ? "even" : "floor") + ")->F32";
+    } else if (t->dtype == Dtype::U8) {
+      KILN_RETURN_IF_ERROR(dequantizeMxfp4(*t, *s, w, sink));
+      how = "mxfp4 x E8M0 scales->F32";
+    } else {
+      KILN_RETURN_IF_ERROR(dequantizeFp8(*t, *s, w, sink));
+      how = "F8_E4M3 x block scales->F32";
+    }
+    release(src);
     return Status::ok();
   }
   Result<StreamedWeight> dense(const WeightSpec &spec);
@@ -267,14 +291,12 @@ Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
     out.layout = fb::WeightLayout::DensePanel4;
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
-    const TensorView *t = &p.view;
-    if (!spec.scaleName.empty()) { // an FP8 source, dequantized
-      KILN_RETURN_IF_ERROR(dequantizedFp8(spec, e, p, shape));
-      out.source = "F8_E4M3 x block scales->F32";
-      done(p);
+    if (!spec.scaleName.empty() || spec.kind == WeightKind::Mxfp4Dequant) {
+      KILN_RETURN_IF_ERROR(dequantized(spec, e, shape, out.source));
       continue;
     }
+    KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
+    const TensorView *t = &p.view;
     KILN_RETURN_IF_ERROR(
         expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
     bool same = (t->dtype == Dtype::BF16 && out.dtype == fb::DType::BF16) ||
@@ -368,35 +390,17 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
   // The values of rowsPerWrite rows, row-major, and in panels.
   std::vector<uint8_t> packed(size_t(rowsPerWrite * k / 2)),
       panel(packed.size());
+  const Window w = window(spec, shape);
   KILN_RETURN_IF_ERROR(writer_.beginSegment());
   for (int64_t e = 0; e < count; ++e) {
-    KILN_ASSIGN_OR_RETURN(Piece p, piece(spec, spec.name, e));
-    const TensorView *t = &p.view;
-    const TensorView *s = nullptr;
-    Piece ps;
-    if (!spec.scaleName.empty()) {
-      KILN_ASSIGN_OR_RETURN(ps, piece(spec, spec.scaleName, e, 128));
-      s = &ps.view;
-      KILN_RETURN_IF_ERROR(expectTensor(*t, {Dtype::F8_E4M3}, shape));
-      KILN_RETURN_IF_ERROR(
-          expectTensor(*s, {Dtype::F32}, {(n + 127) / 128, (k + 127) / 128}));
-    } else {
-      KILN_RETURN_IF_ERROR(
-          expectTensor(*t, {Dtype::BF16, Dtype::F16, Dtype::F32}, shape));
-    }
+    KILN_ASSIGN_OR_RETURN(Sources src, sources(spec, e, shape));
+    const TensorView *t = src.values, *s = src.scales;
+    KILN_RETURN_IF_ERROR(expectWindowed(*t, spec, shape));
+    KILN_RETURN_IF_ERROR(checkFloatSource(*t, s, w));
     out.source = std::string(dtypeName(t->dtype)) + "->mxfp4(" +
                  (spec.evenRule ? "even" : "floor") + ")";
-    size_t size = dtypeSize(t->dtype);
     for (int64_t r = 0; r < n; ++r) {
-      const uint8_t *src = t->data + size_t(r * k) * size;
-      for (int64_t c = 0; c < k; ++c) {
-        float v = toFloat(t->dtype, src + c * size);
-        if (s) {
-          const float *sc = reinterpret_cast<const float *>(s->data);
-          v *= sc[(r / 128) * ((k + 127) / 128) + c / 128];
-        }
-        row[c] = v;
-      }
+      floatRow(*t, s, w.row0 + r, w.col0, k, row.data());
       quantizeMxfp4Row(row.data(), k, rule,
                        packed.data() + (r % rowsPerWrite) * (k / 2),
                        scales.data() + size_t((e * n + r) * (k / 32)));
@@ -407,8 +411,6 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
         KILN_RETURN_IF_ERROR(
             writer_.append((panels ? panel : packed).data(), packed.size()));
       }
-      if (p.mapped())
-        source_.release(src, uint64_t(k) * size);
     }
     if (panels) {
       std::vector<uint8_t> rowMajor(scales.begin() + e * n * (k / 32),
@@ -416,9 +418,7 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
       packPanels(rowMajor.data(), scales.data() + e * n * (k / 32), n, k / 32,
                  1, 1);
     }
-    done(p);
-    if (s)
-      done(ps);
+    release(src);
   }
   KILN_ASSIGN_OR_RETURN(out.data, writer_.endSegment());
   KILN_ASSIGN_OR_RETURN(fb::Extent se,
@@ -430,6 +430,7 @@ Result<StreamedWeight> Streamer::quantized(const WeightSpec &spec) {
 Result<StreamedWeight> Streamer::stream(const WeightSpec &spec) {
   switch (spec.kind) {
   case WeightKind::Dense:
+  case WeightKind::Mxfp4Dequant:
     return dense(spec);
   case WeightKind::Fp8Block:
   case WeightKind::Mxfp4Raw:

@@ -147,14 +147,19 @@ TP_SPLIT = ("self_attn.q_b_proj.", "self_attn.kv_b_proj.", "self_attn.o_proj.",
             "mlp.gate_proj.", "mlp.up_proj.", "mlp.down_proj.")
 
 
-DEQUANTIZED = "F8_E4M3 x block scales->F32"
+def dequantized_source(source):
+    """Whether kiln-dump's `source` of a weight says it is stored as f32
+    from quantized bytes: FP8 or Quark MXFP4 values times their scales, or
+    Kiln's MXFP4 quantization dequantized."""
+    return source.endswith("->F32") and ("scales" in source or
+                                         "mxfp4" in source)
 
 
 def weight_parts(artifact):
     """Bytes and values of the experts, the shared experts, the tensor-split
     weights and the replicated rest, and how many weights are FP8 stored as
-    f32 (a rank's slice cut their 128x128 blocks: their bytes are not a share
-    of the FP8 bytes, their values are)."""
+    f32 (a rank's slice cut their FP8 or MXFP4 blocks: their bytes are not
+    a share of the quantized bytes, their values are)."""
     dump = json.loads(run([tool("kiln-dump"), artifact, "--weights"]).stdout)
     parts = {unit: {"experts": 0, "shared": 0, "split": 0, "rest": 0}
              for unit in ("bytes", "values")}
@@ -166,7 +171,7 @@ def weight_parts(artifact):
                 "split" if any(k in name for k in TP_SPLIT) else "rest")
         parts["bytes"][kind] += w["bytes"]
         parts["values"][kind] += w["params"]
-        dequantized += w.get("source") == DEQUANTIZED
+        dequantized += dequantized_source(w.get("source", ""))
     return parts, dequantized
 
 
@@ -205,7 +210,8 @@ for tp, ep, dp in layouts:
                f"{ref['experts']}, shared {got['shared']}, head/MLP {unit} "
                f"{got['split']} = 1/{tp} of {ref['split']}, replicated "
                f"{unit} {got['rest']} (single: {ref['rest']})"
-               + (f" ({f32} FP8 weights cut mid-block, stored as f32)"
+               + (f" ({f32} quantized weights cut mid-block, stored as "
+                  "f32)"
                   if f32 else "")
                + ("" if got == want else f"; expected {want}"))
     for i, p in enumerate(safe):

@@ -85,7 +85,9 @@ def Kiln_StorageKind : I32EnumAttr<"StorageKind", "how a weight is stored", [
     per byte, low nibble first; f8E8M0FNU and f8E4M3FN one byte each).
     `mxfp4_values` / `mxfp4_scales`: the E2M1 elements / E8M0 block scales
     that Kiln produces by quantizing the named float tensor while streaming
-    it into the artifact.
+    it into the artifact. `mxfp4_values` on f32 elements: those E2M1 values
+    times their block scales, stored as f32 (a tensor-parallel slice that
+    cuts the 32-value blocks: kiln-partition-tensor).
   }];
 }
 

@@ -49,8 +49,9 @@ def Kiln_WeightOp : Kiln_Op<"weight", [Pure]> {
     says how the bytes are produced: `raw` (as in the checkpoint), or
     quantized by Kiln from the named float tensor. `source_scale` names the
     block-scale tensor of an FP8 source being re-quantized, or, on a raw f32
-    weight, dequantized at compile time (q * s in f32, what the CPU kernels
-    compute from the FP8 bytes). An expert stack
+    weight, the scales of an FP8 or Quark MXFP4 source dequantized at compile
+    time (q * s in f32, what the CPU kernels compute from the quantized
+    bytes). An expert stack
     with `experts_from F` holds experts F, F+1, ... (one rank's share under
     expert parallelism); without it, experts 0, 1, ... With `slice [A, F]`
     the tensor holds rows (A = 0) or columns (A = 1) F, F+1, ... of each

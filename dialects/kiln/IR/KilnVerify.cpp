@@ -209,19 +209,21 @@ LogicalResult WeightOp::verify() {
                               "i32, i64, f8E4M3FN, f4E2M1FN or f8E8M0FNU, "
                               "found "
                            << e;
-    // Raw f32 with source_scale: an FP8 source dequantized at compile time
-    // with its 128x128 block scales (kiln-partition-tensor, for a slice
-    // that cuts the blocks).
+    // Raw f32 with source_scale: an FP8 or Quark MXFP4 source dequantized
+    // at compile time with its block scales (kiln-partition-tensor, for a
+    // slice that cuts the blocks).
     if (getSourceScale() && !e.isF32())
       return emitOpError() << "'source_scale' needs an mxfp4 encoding, or "
-                              "f32 elements (a dequantized FP8 source), "
-                              "found a raw "
+                              "f32 elements (a dequantized FP8 or MXFP4 "
+                              "source), found a raw "
                            << e << " one";
     break;
   case StorageKind::mxfp4_values:
-    if (!isa<Float4E2M1FNType>(e))
-      return emitOpError()
-             << "mxfp4_values encoding needs f4E2M1FN elements, found " << e;
+    // f32: Kiln's MXFP4 values stored dequantized (kiln-partition-tensor).
+    if (!isa<Float4E2M1FNType>(e) && !e.isF32())
+      return emitOpError() << "mxfp4_values encoding needs f4E2M1FN "
+                              "elements (or f32, stored dequantized), found "
+                           << e;
     break;
   case StorageKind::mxfp4_scales:
     if (!isa<Float8E8M0FNUType>(e))

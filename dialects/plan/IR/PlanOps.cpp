@@ -71,7 +71,11 @@ LogicalResult WeightOp::verify() {
                          << " weight names its scales' tensor";
   if (getKind() == WeightKind::dense && getScales() && !getDtype().isF32())
     return emitOpError() << "a dense weight names scales only as f32 (an FP8 "
-                            "source dequantized at compile time), found "
+                            "or MXFP4 source dequantized at compile time), "
+                            "found "
+                         << getDtype();
+  if (getKind() == WeightKind::mxfp4_dequant && !getDtype().isF32())
+    return emitOpError() << "an mxfp4_dequant weight is stored as f32, found "
                          << getDtype();
   if (auto slice = getSlice()) {
     if (slice->size() != 2 || ((*slice)[0] != 0 && (*slice)[0] != 1) ||
@@ -86,7 +90,8 @@ LogicalResult WeightOp::verify() {
     int64_t block = 1;
     if (getKind() == WeightKind::fp8_block)
       block = 128;
-    else if ((*slice)[0] == 1 && getKind() != WeightKind::dense)
+    else if ((*slice)[0] == 1 && (getKind() == WeightKind::mxfp4_raw ||
+                                  getKind() == WeightKind::mxfp4_quant))
       block = 32;
     if ((*slice)[1] % block != 0)
       return emitOpError() << "a " << stringifyWeightKind(getKind())
@@ -104,6 +109,7 @@ double WeightOp::getBytesPerValue() {
   case WeightKind::mxfp4_quant:
     return 0.5 + 1.0 / 32;
   case WeightKind::dense:
+  case WeightKind::mxfp4_dequant:
     break;
   }
   return getDtype().getIntOrFloatBitWidth() / 8.0;

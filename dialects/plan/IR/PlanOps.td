@@ -79,13 +79,17 @@ def Plan_WeightKind : I32EnumAttr<"WeightKind",
     I32EnumAttrCase<"dense", 0>,
     I32EnumAttrCase<"fp8_block", 1>,
     I32EnumAttrCase<"mxfp4_raw", 2>,
-    I32EnumAttrCase<"mxfp4_quant", 3>]> {
+    I32EnumAttrCase<"mxfp4_quant", 3>,
+    I32EnumAttrCase<"mxfp4_dequant", 4>]> {
   let cppNamespace = "::kiln::plan";
   let description = [{
-    `dense`: a float tensor copied (rank-1 ones upcast to f32);
+    `dense`: a float tensor copied (rank-1 ones upcast to f32), or, f32 with
+    `scales`, an FP8 or Quark MXFP4 source dequantized;
     `fp8_block`: F8E4M3 values with f32 128x128 block scales, copied;
     `mxfp4_raw`: Quark MXFP4 values and E8M0 scales, copied;
-    `mxfp4_quant`: quantized to MXFP4 by Kiln from a float (or FP8) source.
+    `mxfp4_quant`: quantized to MXFP4 by Kiln from a float (or FP8) source;
+    `mxfp4_dequant`: as `mxfp4_quant`, then stored as f32 values times
+    their block scales (a tensor-parallel slice that cuts the blocks).
   }];
 }
 
@@ -95,11 +99,12 @@ def Plan_WeightOp : Plan_Op<"weight", [Symbol]> {
     `source` is the checkpoint tensor (`{e}` for an expert stack), `dtype`
     the element type stored, `shape` the logical shape (`[E,] N, K`).
     `scales` names the block scales' tensor (FP8, Quark MXFP4; for
-    `mxfp4_quant` the FP8 source's scales, if any; for an f32 `dense`
-    weight the scales of the FP8 source it is dequantized from); `experts` and
+    `mxfp4_quant` and `mxfp4_dequant` the FP8 source's scales, if any; for
+    an f32 `dense` weight the scales of the FP8 or MXFP4 source it is
+    dequantized from); `experts` and
     `experts_from` describe a stack that holds experts `experts_from` ..
     `experts_from + experts - 1`; `floor` selects the OCP scale rule for
-    `mxfp4_quant` (else Quark's `even`). `slice = [A, F]` takes rows
+    `mxfp4_quant` and `mxfp4_dequant` (else Quark's `even`). `slice = [A, F]` takes rows
     (A = 0) or columns (A = 1) F .. F + shape[A] - 1 of each source matrix
     (and the matching scale blocks): one rank's share under tensor
     parallelism.

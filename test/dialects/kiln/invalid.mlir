@@ -26,12 +26,12 @@
 
 // -----
 
-// expected-error @below {{'source_scale' needs an mxfp4 encoding, or f32 elements (a dequantized FP8 source), found a raw 'f8E4M3FN' one}}
+// expected-error @below {{'source_scale' needs an mxfp4 encoding, or f32 elements (a dequantized FP8 or MXFP4 source), found a raw 'f8E4M3FN' one}}
 %0 = kiln.weight "w" source_scale "s" : tensor<4x4xf8E4M3FN>
 
 // -----
 
-// expected-error @below {{mxfp4_values encoding needs f4E2M1FN elements, found 'bf16'}}
+// expected-error @below {{mxfp4_values encoding needs f4E2M1FN elements (or f32, stored dequantized), found 'bf16'}}
 %0 = kiln.weight "w" encoding <mxfp4_values, even> : tensor<4x32xbf16>
 
 // -----

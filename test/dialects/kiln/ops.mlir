@@ -24,6 +24,10 @@ func.func @weights() {
   // its blocks).
   // CHECK: kiln.weight "model.layers.0.mlp.up_proj.weight" source_scale "model.layers.0.mlp.up_proj.weight_scale_inv" slice [0, 64] : tensor<64x256xf32>
   %dq = kiln.weight "model.layers.0.mlp.up_proj.weight" source_scale "model.layers.0.mlp.up_proj.weight_scale_inv" slice [0, 64] : tensor<64x256xf32>
+  // Kiln's MXFP4 values of a float source, stored dequantized to f32 (a TP
+  // slice that cuts their 32-value blocks).
+  // CHECK: kiln.weight "model.layers.1.mlp.experts.{e}.down_proj.weight" encoding <mxfp4_values, even> slice [1, 16] : tensor<16x256x16xf32>
+  %mq = kiln.weight "model.layers.1.mlp.experts.{e}.down_proj.weight" encoding <mxfp4_values, even> slice [1, 16] : tensor<16x256x16xf32>
   // CHECK: kiln.weight "model.layers.0.mlp.gate.e_score_correction_bias" : tensor<16xf32>
   %4 = kiln.weight "model.layers.0.mlp.gate.e_score_correction_bias" encoding <raw> : tensor<16xf32>
   return

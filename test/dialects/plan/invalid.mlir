@@ -21,9 +21,10 @@ kiln_plan.weight @w0 mxfp4_raw "proj" f4E2M1FN shape [8, 32]
 
 // -----
 
-// A dense weight names scales only as f32: an FP8 source dequantized at
-// compile time (test/dialects/plan/ops.mlir has the valid form).
-// expected-error @below {{a dense weight names scales only as f32 (an FP8 source dequantized at compile time), found 'bf16'}}
+// A dense weight names scales only as f32: an FP8 or MXFP4 source
+// dequantized at compile time (test/dialects/plan/ops.mlir has the valid
+// form).
+// expected-error @below {{a dense weight names scales only as f32 (an FP8 or MXFP4 source dequantized at compile time), found 'bf16'}}
 kiln_plan.weight @w0 dense "proj" bf16 shape [8, 32] {scales = "s"}
 
 // -----
@@ -222,3 +223,9 @@ kiln_plan.weight @w0 mxfp4_raw "o" f4E2M1FN shape [8, 64] {scales = "o_scale", s
 
 // expected-error @below {{a fp8_block weight's slice must start on a multiple of 128, found 64}}
 kiln_plan.weight @w0 fp8_block "o" f8E4M3FN shape [64, 128] {scales = "o_scale", slice = array<i64: 0, 64>}
+
+// -----
+
+// An mxfp4_dequant weight (Kiln's MXFP4 stored dequantized) is f32.
+// expected-error @below {{an mxfp4_dequant weight is stored as f32, found 'bf16'}}
+kiln_plan.weight @w0 mxfp4_dequant "proj" bf16 shape [8, 32]

@@ -9,9 +9,13 @@ kiln_plan.weight @w0 dense "embed" bf16 shape [16, 8]
 kiln_plan.weight @w1 mxfp4_quant "experts.{e}.up" f4E2M1FN shape [4, 8, 32] {experts = 4 : i64, experts_from = 4 : i64, floor}
 // CHECK: kiln_plan.weight @w2 fp8_block "proj" f8E4M3FN shape [256, 256] {scales = "proj_scale_inv"}
 kiln_plan.weight @w2 fp8_block "proj" f8E4M3FN shape [256, 256] {scales = "proj_scale_inv"}
-// An FP8 source dequantized to f32 at compile time: dense with its scales.
+// An FP8 (or Quark MXFP4) source dequantized to f32 at compile time:
+// dense with its scales.
 // CHECK: kiln_plan.weight @w2f dense "proj" f32 shape [64, 256] {scales = "proj_scale_inv", slice = array<i64: 0, 64>}
 kiln_plan.weight @w2f dense "proj" f32 shape [64, 256] {scales = "proj_scale_inv", slice = array<i64: 0, 64>}
+// Kiln's MXFP4 of a float source stored as f32, a slice inside a block.
+// CHECK: kiln_plan.weight @w2m mxfp4_dequant "up" f32 shape [64, 16] {slice = array<i64: 1, 16>}
+kiln_plan.weight @w2m mxfp4_dequant "up" f32 shape [64, 16] {slice = array<i64: 1, 16>}
 // CHECK: kiln_plan.weight @w3 mxfp4_raw "o" f4E2M1FN shape [256, 128] {scales = "o_scale", slice = array<i64: 1, 128>}
 kiln_plan.weight @w3 mxfp4_raw "o" f4E2M1FN shape [256, 128] {scales = "o_scale", slice = array<i64: 1, 128>}
 // CHECK: kiln_plan.cache @l0.latent width 8 owner "main" : bf16

@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -372,6 +373,110 @@ TEST_F(WeightStreamerTest, DequantizesAnFp8SliceThatCutsItsBlocks) {
   }
 }
 
+namespace {
+/// Value k of row r of a row-major MXFP4 weight's segments.
+float mxfp4Value(const std::vector<uint8_t> &packed,
+                 const std::vector<uint8_t> &scales, int64_t K, int64_t r,
+                 int64_t k) {
+  uint8_t byte = packed[size_t(r * K / 2 + k / 2)];
+  return e2m1ToFloat(uint8_t(k % 2 ? byte >> 4 : byte & 0xF)) *
+         e8m0ToFloat(scales[size_t(r * K / 32 + k / 32)]);
+}
+float f32At(const std::vector<uint8_t> &bytes, size_t i) {
+  float v;
+  std::memcpy(&v, bytes.data() + i * 4, 4);
+  return v;
+}
+} // namespace
+
+// MXFP4 slices that cut the 32-value blocks, stored as f32: Quark's values
+// times their E8M0 scales (a Dense spec naming the scales), and Kiln's
+// quantization (Mxfp4Dequant) equal to the unsliced Mxfp4Quant weight's
+// values at the same places, from a BF16 source and from an FP8 one whose
+// 128-row blocks the row slice also cuts.
+TEST_F(WeightStreamerTest, DequantizesMxfp4SlicesThatCutTheirBlocks) {
+  MemorySource src;
+  const int64_t N = 192, K = 64;
+  std::vector<uint8_t> packed(size_t(N * K / 2)), e8m0(size_t(N * K / 32));
+  for (size_t i = 0; i < packed.size(); ++i)
+    packed[i] = uint8_t(i * 53 + i / 7);
+  for (size_t i = 0; i < e8m0.size(); ++i)
+    e8m0[i] = uint8_t(120 + i % 9);
+  src.add("quark", Dtype::U8, {N, K / 2}, packed);
+  src.add("quark_scale", Dtype::U8, {N, K / 32}, e8m0);
+  std::vector<uint8_t> bf16(size_t(N * K * 2)), fp8(size_t(N * K));
+  for (int64_t i = 0; i < N * K; ++i) {
+    uint16_t h = floatToBf16(std::sin(float(i) * 0.37f) * (1 + i % 5));
+    std::memcpy(bf16.data() + i * 2, &h, 2);
+    fp8[size_t(i)] = uint8_t((i * 29) % 0x7E);
+  }
+  src.add("bf16", Dtype::BF16, {N, K}, bf16);
+  src.add("fp8", Dtype::F8_E4M3, {N, K}, fp8);
+  std::vector<float> fp8Scales = {0.5f, 4.0f};
+  std::vector<uint8_t> fp8ScaleBytes(8);
+  std::memcpy(fp8ScaleBytes.data(), fp8Scales.data(), 8);
+  src.add("fp8_scale", Dtype::F32, {2, 1}, fp8ScaleBytes);
+
+  auto spec = [](const std::string &name, WeightKind kind, ElemType dtype,
+                 std::string scales, std::vector<int64_t> shape, int64_t axis,
+                 int64_t first) {
+    WeightSpec w;
+    w.name = name;
+    w.kind = kind;
+    w.dtype = dtype;
+    w.scaleName = std::move(scales);
+    w.shape = std::move(shape);
+    w.sliceAxis = axis;
+    w.sliceFirst = first;
+    return w;
+  };
+  std::vector<WeightSpec> specs = {
+      spec("quark", WeightKind::Dense, ElemType::F32, "quark_scale", {N, 24}, 1,
+           20),
+      spec("bf16", WeightKind::Mxfp4Quant, ElemType::F4E2M1, "", {N, K}, -1, 0),
+      spec("bf16", WeightKind::Mxfp4Dequant, ElemType::F32, "", {N, 16}, 1, 48),
+      spec("fp8", WeightKind::Mxfp4Quant, ElemType::F4E2M1, "fp8_scale", {N, K},
+           -1, 0),
+      spec("fp8", WeightKind::Mxfp4Dequant, ElemType::F32, "fp8_scale", {96, K},
+           0, 96),
+      // Kiln's MXFP4 of the FP8 source, rows [64, 160): the slice cuts
+      // the FP8 blocks but not the MXFP4 ones.
+      spec("fp8", WeightKind::Mxfp4Quant, ElemType::F4E2M1, "fp8_scale",
+           {96, K}, 0, 64)};
+  auto streamed = streamWeights(specs, src, *writer_, nullptr);
+  ASSERT_TRUE(streamed.isOk()) << streamed.status().message();
+  const std::vector<StreamedWeight> &w = *streamed;
+  EXPECT_EQ(w[0].source, "mxfp4 x E8M0 scales->F32");
+  EXPECT_EQ(w[2].source, "BF16->mxfp4(even)->F32");
+  EXPECT_EQ(w[4].source, "F8_E4M3->mxfp4(even)->F32");
+  for (int i : {0, 2, 4}) {
+    EXPECT_EQ(w[size_t(i)].dtype, fb::DType::F32);
+    EXPECT_EQ(w[size_t(i)].layout, fb::WeightLayout::Dense);
+  }
+  std::vector<uint8_t> quark = read(w[0].data);
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t c = 0; c < 24; ++c)
+      ASSERT_EQ(f32At(quark, size_t(r * 24 + c)),
+                mxfp4Value(packed, e8m0, K, r, 20 + c))
+          << "row " << r << " col " << c;
+  std::vector<uint8_t> bq = read(w[1].data), bs = read(*w[1].scales),
+                       bd = read(w[2].data);
+  std::vector<uint8_t> fq = read(w[3].data), fs = read(*w[3].scales),
+                       fd = read(w[4].data), fr = read(w[5].data),
+                       frs = read(*w[5].scales);
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t c = 0; c < 16; ++c)
+      ASSERT_EQ(f32At(bd, size_t(r * 16 + c)), mxfp4Value(bq, bs, K, r, 48 + c))
+          << "row " << r << " col " << c;
+  for (int64_t r = 0; r < 96; ++r)
+    for (int64_t c = 0; c < K; ++c) {
+      ASSERT_EQ(f32At(fd, size_t(r * K + c)), mxfp4Value(fq, fs, K, 96 + r, c))
+          << "row " << r << " col " << c;
+      ASSERT_EQ(mxfp4Value(fr, frs, K, r, c), mxfp4Value(fq, fs, K, 64 + r, c))
+          << "row " << r << " col " << c;
+    }
+}
+
 // Scales that are not an FP8 matrix's F32 blocks, or too few of them for
 // the slice, are errors that name the tensor.
 TEST_F(WeightStreamerTest, DequantizedFp8NeedsItsBlockScales) {
@@ -393,8 +498,9 @@ TEST_F(WeightStreamerTest, DequantizedFp8NeedsItsBlockScales) {
   auto other = artifact::ArtifactWriter::create(path_ + ".2"); // a fresh one
   ASSERT_OK(other);
   EXPECT_ERROR_CONTAINS(streamWeights({spec}, src, **other, nullptr),
-                        "tensor 'short_scale' is F32[1, 1]: too few blocks for "
-                        "rows [64, 192) and columns [0, 128)");
+                        "tensor 'short_scale' is F32[1, 1], expected the F32 "
+                        "block scales of an FP8 matrix covering rows [64, "
+                        "192) and columns [0, 128)");
 }
 
 TEST_F(WeightStreamerTest, MissingTensorNamesItAndTheSource) {
