@@ -120,7 +120,7 @@ struct GpuDispatchContext {
 };
 
 // Per family; nullopt when the dispatch's shape has no GPU kernel. Basic:
-// matmul (2-D MXFP4 or BF16 weight), rms_norm, same-shape add, rope, argmax
+// matmul (2-D MXFP4 or BF16 weight), rms_norm, rope, argmax
 // (GpuLowerBasic.cpp); the others in GpuLower{Data,Moe,Attention}.cpp.
 std::optional<GpuDispatchLowering>
 lowerBasicDispatch(const GpuDispatchContext &);

@@ -1,8 +1,8 @@
 //===- GpuLowerBasic.cpp - GEMMs and the first row kernels as launches ----===//
 //
 // matmul with a 2-D weight stored as MXFP4 (read through its GPU layout,
-// MxWeightLayout) or dense BF16; rms_norm; add of two same-shaped buffers;
-// rope; argmax. One launch each, no scratch.
+// MxWeightLayout) or dense BF16; rms_norm; rope; argmax. One launch each,
+// no scratch. Adds go to GpuLowerData's binary kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,54 +47,48 @@ kiln::emit::lowerBasicDispatch(const GpuDispatchContext &c) {
       l.args = {argData(0), argData(1), argData(2), argRows()};
     break;
   }
-  case abi::Kernel::RmsNorm:
+  case abi::Kernel::RmsNorm: {
     if (!c.isBuffer(0) || !c.isWeight(1) || !c.isBuffer(2))
       return std::nullopt;
-    s.kind = KernelKind::RmsNorm;
-    s.cols = c.weight(1).shape.back();
-    s.eps = d.get<abi::RmsNormParams>().eps;
-    if (s.cols <= 0 || c.bufferElems(0) % s.cols != 0)
+    RmsNormParams p;
+    p.c = c.weight(1).shape.back();
+    p.eps = d.get<abi::RmsNormParams>().eps;
+    if (p.c <= 0 || c.bufferElems(0) % p.c != 0)
       return std::nullopt;
-    l.grid[0] = gridPerRow(c.bufferElems(0) / s.cols);
+    s = makeSpec(p);
+    l.grid[0] = gridPerRow(c.bufferElems(0) / p.c);
     l.args = {argData(0), argData(1), argData(2)};
     break;
-  case abi::Kernel::Add:
-    if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isBuffer(2) ||
-        c.bufferElems(0) != c.bufferElems(1) ||
-        c.bufferElems(2) != c.bufferElems(0) ||
-        c.buffer(0).rows != c.buffer(1).rows)
+  }
+  case abi::Kernel::Rope: {
+    const auto &rope = d.get<abi::RopeParams>();
+    if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isBuffer(2) || rope.heads <= 0 ||
+        c.bufferElems(0) % rope.heads != 0)
       return std::nullopt;
-    s.kind = KernelKind::Add;
-    s.cols = c.bufferElems(0);
+    RopeParams p;
+    p.neox = rope.style == 1 ? 1 : 0;
+    p.h = rope.heads;
+    p.d = c.bufferElems(0) / rope.heads;
+    p.o = rope.offset;
+    p.r = rope.rotaryDim;
+    p.theta = rope.theta;
+    s = makeSpec(p);
     l.grid[0] = gridPerRow();
     l.args = {argData(0), argData(1), argData(2)};
     break;
-  case abi::Kernel::Rope:
-    if (!c.isBuffer(0) || !c.isBuffer(1) || !c.isBuffer(2) ||
-        d.get<abi::RopeParams>().heads <= 0)
-      return std::nullopt;
-    s.kind = KernelKind::Rope;
-    s.neox = d.get<abi::RopeParams>().style == 1;
-    s.offset = d.get<abi::RopeParams>().offset;
-    s.rotaryDim = d.get<abi::RopeParams>().rotaryDim;
-    s.heads = d.get<abi::RopeParams>().heads;
-    if (c.bufferElems(0) % s.heads != 0)
-      return std::nullopt;
-    s.headDim = c.bufferElems(0) / s.heads;
-    s.theta = d.get<abi::RopeParams>().theta;
-    l.grid[0] = gridPerRow();
-    l.args = {argData(0), argData(1), argData(2)};
-    break;
-  case abi::Kernel::Argmax:
+  }
+  case abi::Kernel::Argmax: {
     if (!c.isBuffer(0) || !c.isBuffer(1))
       return std::nullopt;
-    s.kind = KernelKind::Argmax;
-    s.cols = c.buffer(0).rowShape.empty() ? 1 : c.buffer(0).rowShape.back();
-    if (s.cols <= 0 || c.bufferElems(0) % s.cols != 0)
+    ArgmaxParams p;
+    p.c = c.buffer(0).rowShape.empty() ? 1 : c.buffer(0).rowShape.back();
+    if (p.c <= 0 || c.bufferElems(0) % p.c != 0)
       return std::nullopt;
-    l.grid[0] = gridPerRow(c.bufferElems(0) / s.cols);
+    s = makeSpec(p);
+    l.grid[0] = gridPerRow(c.bufferElems(0) / p.c);
     l.args = {argData(0), argData(1)};
     break;
+  }
   default:
     return std::nullopt;
   }

@@ -250,10 +250,9 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
       return std::nullopt;
     lowering.launches.push_back(*g);
     lowering.launches.push_back(*u);
-    KernelSpec swiglu;
-    swiglu.kind = KernelKind::SwiGlu;
-    swiglu.cols = is;
-    add(swiglu, {gridPerRow(), gridFixed(1), gridFixed(1)},
+    SwiGluParams swiglu;
+    swiglu.c = is;
+    add(makeSpec(swiglu), {gridPerRow(), gridFixed(1), gridFixed(1)},
         {argScratch(kSharedGate), argScratch(kSharedUp),
          argScratch(kSharedAct)});
     lowering.launches.push_back(*dn);

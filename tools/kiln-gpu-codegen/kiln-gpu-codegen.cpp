@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/codegen/rocdl/RocdlCodegen.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -25,7 +26,7 @@ using namespace kiln::rocdl;
 static cl::OptionCategory category("kiln-gpu-codegen options");
 static cl::opt<std::string>
     kernel("kernel",
-           cl::desc("mx_gemm, bf16_gemm, rms_norm, swiglu, add, rope, argmax "
+           cl::desc("mx_gemm, bf16_gemm, rms_norm, swiglu, rope, argmax "
                     "(the other kinds take --symbol)"),
            cl::init(""), cl::cat(category));
 static cl::opt<std::string>
@@ -104,20 +105,49 @@ int main(int argc, char **argv) {
   if (ropeStyle != "interleaved" && ropeStyle != "neox")
     return fail("--rope-style must be interleaved or neox, got '" + ropeStyle +
                 "'");
-  spec.kind = *kind;
+  switch (*kind) {
+  case KernelKind::MxGemm:
+  case KernelKind::Bf16Gemm:
+    spec.kind = *kind;
+    spec.m = m;
+    spec.n = n;
+    spec.k = k;
+    spec.chooseTiling();
+    break;
+  case KernelKind::RmsNorm: {
+    RmsNormParams p;
+    p.c = cols;
+    p.eps = eps;
+    spec = makeSpec(p);
+    break;
+  }
+  case KernelKind::SwiGlu: {
+    SwiGluParams p;
+    p.c = cols;
+    spec = makeSpec(p);
+    break;
+  }
+  case KernelKind::Argmax: {
+    ArgmaxParams p;
+    p.c = cols;
+    spec = makeSpec(p);
+    break;
+  }
+  case KernelKind::Rope: {
+    RopeParams p;
+    p.neox = ropeStyle == "neox" ? 1 : 0;
+    p.h = heads;
+    p.d = headDim;
+    p.o = ropeOffset;
+    p.r = rotaryDim;
+    p.theta = theta;
+    spec = makeSpec(p);
+    break;
+  }
+  default:
+    return fail("kernel '" + kernel + "' takes --symbol");
+  }
   spec.chip = *target;
-  spec.m = m;
-  spec.n = n;
-  spec.k = k;
-  spec.cols = cols;
-  spec.eps = eps;
-  spec.heads = heads;
-  spec.headDim = headDim;
-  spec.offset = ropeOffset;
-  spec.rotaryDim = rotaryDim;
-  spec.neox = ropeStyle == "neox";
-  spec.theta = theta;
-  spec.chooseTiling();
   return emitKernels(spec);
 }
 

@@ -1,8 +1,8 @@
-//===- DataSpecs.cpp - Which data kernels can be generated -------------===//
+//===- DataSpecs.cpp - Which row and data kernels can be generated -----===//
 //
 // LLVM-free: shared by the artifact emitter and the kernel tests. The
-// parameters of each kind are declared in KernelParams.def; DataKernels.cpp
-// has the arguments and grids.
+// parameters of each kind are declared in KernelParams.def; RowKernels.cpp
+// and DataKernels.cpp have the arguments and grids.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +82,31 @@ std::string kiln::rocdl::validateDataSpec(const KernelSpec &spec) {
   Check c(spec);
   auto str = [](int64_t v) { return std::to_string(v); };
   switch (spec.kind) {
+  case KernelKind::RmsNorm:
+    c.positive("c", params<RmsNormParams>(spec).c).reduces();
+    break;
+  case KernelKind::SwiGlu:
+    c.positive("c", params<SwiGluParams>(spec).c);
+    break;
+  case KernelKind::Argmax:
+    c.positive("c", params<ArgmaxParams>(spec).c).reduces();
+    break;
+  case KernelKind::Rope: {
+    auto p = params<RopeParams>(spec);
+    c.oneOf("neox", p.neox, 0, 1)
+        .positive("h", p.h)
+        .positive("d", p.d)
+        .positive("r", p.r)
+        .reduces();
+    c.require(p.r % 2 == 0 && p.o + p.r <= p.d,
+              "rotary dims [" + str(p.o) + ", " + str(p.o + p.r) +
+                  ") must be an even-sized range inside the head dim " +
+                  str(p.d));
+    c.require(p.theta > 1.0f,
+              "theta must be > 1, got " + std::to_string(p.theta));
+    c.below31(p.h * p.d, "the row elements");
+    break;
+  }
   case KernelKind::Embedding: {
     auto p = params<EmbeddingParams>(spec);
     c.positive("h", p.h).positive("v", p.v).oneOf("dt", p.dt, 0, 2);
@@ -168,7 +193,8 @@ std::string kiln::rocdl::validateDataSpec(const KernelSpec &spec) {
     break;
   }
   default:
-    return std::string(kernelKindName(spec.kind)) + ": not a data kernel";
+    return std::string(kernelKindName(spec.kind)) +
+           ": not a row or data kernel";
   }
   return c.result();
 }

@@ -74,22 +74,8 @@ std::string KernelSpec::validate() const {
          << tiling.nTiles << " exceeds the register budget (at most 4x8)";
     break;
   }
-  case KernelKind::Rope:
-    positive("heads", heads);
-    positive("head dim", headDim);
-    positive("rotary dim", rotaryDim);
-    if (os.tellp() == 0 &&
-        (rotaryDim % 2 != 0 || offset < 0 || offset + rotaryDim > headDim))
-      os << "rope: rotary dims [" << offset << ", " << offset + rotaryDim
-         << ") must be an even-sized range inside the head dim " << headDim;
-    if (os.tellp() == 0 && !(theta > 1.0f))
-      os << "rope: theta must be > 1, got " << theta;
-    break;
   default:
-    if (isGenericKind(kind))
-      return validateGeneric(*this);
-    positive("cols", cols);
-    break;
+    return validateGeneric(*this);
   }
   return os.str();
 }
@@ -256,7 +242,7 @@ static int64_t sharedParam(const KernelSpec &spec, std::string_view name,
 int64_t KernelSpec::blockSize() const {
   if (isGenericKind(kind))
     return sharedParam(*this, "wg", kRowBlock);
-  return isGemm(kind) ? kWaveSize : kRowBlock;
+  return kWaveSize; // the GEMMs
 }
 
 std::array<int64_t, 3> KernelSpec::grid(int64_t rows) const {
@@ -274,8 +260,6 @@ int64_t KernelSpec::declaredWavesPerSimd() const {
   // tolerates. Row kernels are small.
   if (isGenericKind(kind))
     return sharedParam(*this, "waves", 8);
-  if (!isGemm(kind))
-    return 8;
   return kind == KernelKind::MxGemm && tiling.mTiles > 1 ? 2 : 4;
 }
 
@@ -296,21 +280,10 @@ std::string KernelSpec::symbol() const {
     os << "_n" << n << "_k" << k << "_t" << tiling.mTiles << "x"
        << tiling.nTiles;
     break;
-  case KernelKind::RmsNorm:
-    os << "_c" << cols << "_eps" << floatTag(eps);
-    break;
-  case KernelKind::Rope:
-    os << (neox ? "_neox" : "_interleaved") << "_h" << heads << "_d" << headDim
-       << "_o" << offset << "_r" << rotaryDim << "_theta" << floatTag(theta);
-    break;
   default:
-    if (isGenericKind(kind)) {
-      for (const Param &p : params_)
-        os << "_" << p.name
-           << (p.isFloat ? "X" + floatTag(p.f) : std::to_string(p.value));
-      break;
-    }
-    os << "_c" << cols;
+    for (const Param &p : params_)
+      os << "_" << p.name
+         << (p.isFloat ? "X" + floatTag(p.f) : std::to_string(p.value));
     break;
   }
   os << "_" << chipInfo(chip).name;
@@ -421,23 +394,7 @@ std::optional<KernelSpec> KernelSpec::fromSymbol(std::string_view symbol) {
       spec.tiling.mTiles = mt;
       spec.tiling.nTiles = nt;
       spec.m = mt > 1 ? 64 : 1;
-    } else if (name == "c" && parseInt(value, v))
-      spec.cols = v;
-    else if (name == "eps" && parseHexFloat(value, f))
-      spec.eps = f;
-    else if (name == "neox" || name == "interleaved")
-      spec.neox = name == "neox";
-    else if (name == "h" && parseInt(value, v))
-      spec.heads = v;
-    else if (name == "d" && parseInt(value, v))
-      spec.headDim = v;
-    else if (name == "o" && parseInt(value, v))
-      spec.offset = v;
-    else if (name == "r" && parseInt(value, v))
-      spec.rotaryDim = v;
-    else if (name == "theta" && parseHexFloat(value, f))
-      spec.theta = f;
-    else
+    } else
       return std::nullopt;
   }
   // Each name once, declared, of its type, required ones present.

@@ -44,17 +44,17 @@ struct ChipInfo {
 const ChipInfo &chipInfo(Chip chip);
 std::optional<Chip> chipFromName(std::string_view name);
 
-/// The first seven kinds carry their constants in the named fields below;
-/// every later kind ("generic" kinds) declares its parameters in
+/// The two GEMMs carry their shape and tiling in the named fields below;
+/// every other kind ("generic" kinds) declares its parameters in
 /// KernelParams.def and is built and read through the typed structs of
 /// KernelParams.h. The symbol spells every parameter, so a symbol alone
 /// rebuilds its spec (fromSymbol).
 enum class KernelKind {
   MxGemm,
   Bf16Gemm,
+  // Row kernels (RowKernels.cpp).
   RmsNorm,
   SwiGlu,
-  Add,
   Rope,
   Argmax,
   // Data movement and row kernels (DataKernels.cpp).
@@ -82,17 +82,17 @@ enum class KernelKind {
   // Dense FP8 (Fp8Block128) GEMM (DataKernels.cpp).
   Fp8Gemm,
 };
-inline constexpr std::array<std::string_view, 27> kKernelKindNames = {
-    "mx_gemm",       "bf16_gemm",     "rms_norm",  "swiglu",
-    "add",           "rope",          "argmax",    "embedding",
-    "layer_norm",    "unary",         "binary",    "softmax",
-    "normalize",     "group_limit",   "top_k",     "gather",
-    "copy_blocks",   "take_rows",     "moe_route", "moe_align",
-    "moe_gate_up",   "moe_down",      "kv_append", "mla_attention",
-    "indexer_top_k", "gqa_attention", "fp8_gemm"};
-/// Kinds whose parameters KernelParams.def declares.
+inline constexpr std::array<std::string_view, 26> kKernelKindNames = {
+    "mx_gemm",       "bf16_gemm", "rms_norm",      "swiglu",
+    "rope",          "argmax",    "embedding",     "layer_norm",
+    "unary",         "binary",    "softmax",       "normalize",
+    "group_limit",   "top_k",     "gather",        "copy_blocks",
+    "take_rows",     "moe_route", "moe_align",     "moe_gate_up",
+    "moe_down",      "kv_append", "mla_attention", "indexer_top_k",
+    "gqa_attention", "fp8_gemm"};
+/// Kinds whose parameters KernelParams.def declares: all but the GEMMs.
 inline bool isGenericKind(KernelKind kind) {
-  return int(kind) > int(KernelKind::Argmax);
+  return kind != KernelKind::MxGemm && kind != KernelKind::Bf16Gemm;
 }
 std::optional<KernelKind> kernelKindFromName(std::string_view name);
 inline std::string_view kernelKindName(KernelKind kind) {
@@ -109,13 +109,6 @@ struct KernelSpec {
   // kernel takes the row count at run time.
   int64_t m = 16, n = 0, k = 0;
   GemmTiling tiling;
-  // Row kernels: elements per row. rope: heads * headDim.
-  int64_t cols = 0;
-  float eps = 1e-5f; // rms_norm
-  // rope: rotates dims [offset, offset + rotaryDim) of each head.
-  int64_t heads = 0, headDim = 0, offset = 0, rotaryDim = 0;
-  bool neox = false; // false: interleaved pairs (2i, 2i+1)
-  float theta = 10000.0f;
 
   /// Picks the tiling from the shape hints (GEMMs only).
   void chooseTiling();

@@ -106,12 +106,14 @@ OwningOpRef<ModuleOp> kiln::rocdl::buildKernels(MLIRContext &context,
     case KernelKind::GqaAttention:
       buildAttentionKernel(gpuModule, spec);
       break;
-    default:
-      if (isGenericKind(spec.kind)) {
-        buildDataKernel(gpuModule, spec);
-        break;
-      }
+    case KernelKind::RmsNorm:
+    case KernelKind::SwiGlu:
+    case KernelKind::Rope:
+    case KernelKind::Argmax:
       buildRowKernel(gpuModule, spec);
+      break;
+    default:
+      buildDataKernel(gpuModule, spec);
       break;
     }
   }

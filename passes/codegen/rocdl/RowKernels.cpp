@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/codegen/rocdl/KernelIr.h"
+#include "passes/codegen/rocdl/KernelParams.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -24,13 +25,34 @@ using namespace kiln::rocdl;
 
 namespace {
 
+/// Elements per row: c, or rope's h * d.
+int64_t rowElements(const KernelSpec &spec) {
+  switch (spec.kind) {
+  case KernelKind::RmsNorm:
+    return params<RmsNormParams>(spec).c;
+  case KernelKind::SwiGlu:
+    return params<SwiGluParams>(spec).c;
+  case KernelKind::Argmax:
+    return params<ArgmaxParams>(spec).c;
+  case KernelKind::Rope: {
+    RopeParams p = params<RopeParams>(spec);
+    return p.h * p.d;
+  }
+  default:
+    llvm_unreachable("not a row kernel");
+  }
+}
+
 struct RowKernel : KernelBody {
-  using KernelBody::KernelBody;
+  RowKernel(ImplicitLocOpBuilder &b, const KernelSpec &spec,
+            gpu::GPUModuleOp module)
+      : KernelBody(b, spec, module), cols(rowElements(spec)) {}
+  const int64_t cols;
 
   /// Elements per thread access: 4 when rows stay 16-byte aligned.
-  int64_t width() const { return spec.cols % 4 == 0 ? 4 : 1; }
+  int64_t width() const { return cols % 4 == 0 ? 4 : 1; }
   VectorType vecType() { return VectorType::get({width()}, f32()); }
-  MemRefType rowsOf(Type elem) { return ir.activations(elem, spec.cols); }
+  MemRefType rowsOf(Type elem) { return ir.activations(elem, cols); }
   Value splat(float v) {
     return arith::ConstantOp::create(b, DenseElementsAttr::get(vecType(), v));
   }
@@ -38,7 +60,7 @@ struct RowKernel : KernelBody {
   /// Calls body(elementOffsetInRow) for this thread's accesses of one row.
   void forEachAccess(const std::function<void(IrIndex)> &body) {
     IrIndex tid = ir.threadId();
-    ir.forLoop(tid, ir.idx(spec.cols / width()), kRowBlock, {},
+    ir.forLoop(tid, ir.idx(cols / width()), kRowBlock, {},
                [&](IrIndex i, ValueRange) {
                  body(i * width());
                  return SmallVector<Value>();
@@ -57,10 +79,10 @@ struct RowKernel : KernelBody {
   }
 
   void rmsNorm(Value x, Value w, Value y, Value scratch) {
-    IrIndex base = ir.blockId(gpu::Dimension::x) * spec.cols;
+    IrIndex base = ir.blockId(gpu::Dimension::x) * cols;
     IrIndex tid = ir.threadId();
     Value sum = ir.forLoop(
-        tid, ir.idx(spec.cols / width()), kRowBlock, {splat(0.0f)},
+        tid, ir.idx(cols / width()), kRowBlock, {splat(0.0f)},
         [&](IrIndex i, ValueRange acc) {
           Value v = ir.loadVector(vecType(), x, base + i * width());
           return SmallVector<Value>{math::FmaOp::create(b, v, v, acc[0])};
@@ -71,10 +93,11 @@ struct RowKernel : KernelBody {
       return SmallVector<Value>{arith::AddFOp::create(b, l[0], r[0])};
     };
     Value total = ir.blockReduce({partial}, add, {scratch})[0];
-    Value mean = arith::MulFOp::create(b, total, ir.f32(1.0f / spec.cols));
+    Value mean = arith::MulFOp::create(b, total, ir.f32(1.0f / cols));
     Value inv =
         ir.intrinsic("llvm.amdgcn.rsq.f32", f32(),
-                     {arith::AddFOp::create(b, mean, ir.f32(spec.eps))});
+                     {arith::AddFOp::create(
+                         b, mean, ir.f32(params<RmsNormParams>(spec).eps))});
     Value invV = vector::BroadcastOp::create(b, vecType(), inv);
     forEachAccess([&](IrIndex c) {
       Value v = ir.loadVector(vecType(), x, base + c);
@@ -86,7 +109,7 @@ struct RowKernel : KernelBody {
 
   /// silu(g) * u = g * u / (1 + 2^(-g * log2 e)).
   void swiglu(Value g, Value u, Value y) {
-    IrIndex base = ir.blockId(gpu::Dimension::x) * spec.cols;
+    IrIndex base = ir.blockId(gpu::Dimension::x) * cols;
     forEachAccess([&](IrIndex c) {
       Value gv = ir.loadVector(vecType(), g, base + c);
       Value uv = ir.loadVector(vecType(), u, base + c);
@@ -95,15 +118,6 @@ struct RowKernel : KernelBody {
       Value den = arith::AddFOp::create(b, e, splat(1.0f));
       Value sig = mapIntrinsic("llvm.amdgcn.rcp", den);
       Value r = arith::MulFOp::create(b, arith::MulFOp::create(b, gv, sig), uv);
-      ir.storeVector(r, y, base + c);
-    });
-  }
-
-  void add(Value a, Value c2, Value y) {
-    IrIndex base = ir.blockId(gpu::Dimension::x) * spec.cols;
-    forEachAccess([&](IrIndex c) {
-      Value r = arith::AddFOp::create(b, ir.loadVector(vecType(), a, base + c),
-                                      ir.loadVector(vecType(), c2, base + c));
       ir.storeVector(r, y, base + c);
     });
   }
@@ -134,12 +148,12 @@ struct RowKernel : KernelBody {
 
   void argmax(Value x, Value y, Value scratchV, Value scratchI) {
     IrIndex row = ir.blockId(gpu::Dimension::x);
-    IrIndex base = row * spec.cols;
+    IrIndex base = row * cols;
     IrIndex tid = ir.threadId();
     Value nan = ir.f32(std::nanf(""));
     Value none = ir.i32(INT32_MAX);
     SmallVector<Value> best =
-        ir.forLoop(tid, ir.idx(spec.cols), kRowBlock, {nan, none},
+        ir.forLoop(tid, ir.idx(cols), kRowBlock, {nan, none},
                    [&](IrIndex c, ValueRange acc) {
                      Value v = ir.load(x, base + c);
                      Value ci = toI32(c);
@@ -159,11 +173,11 @@ struct RowKernel : KernelBody {
   /// table holds that rate in revolutions (f64) so the angle reduces
   /// exactly enough in f64 before the f32 sin/cos.
   void rope(Value x, Value pos, Value y) {
-    int64_t half = spec.rotaryDim / 2;
+    const RopeParams p = params<RopeParams>(spec);
+    int64_t half = p.r / 2;
     SmallVector<double> rate;
     for (int64_t i = 0; i < half; ++i)
-      rate.push_back(std::pow(double(spec.theta),
-                              -2.0 * double(i) / double(spec.rotaryDim)) /
+      rate.push_back(std::pow(double(p.theta), -2.0 * double(i) / double(p.r)) /
                      (2.0 * M_PI));
     MemRefType tableType = ir.global(b.getF64Type(), half);
     std::string tableName = spec.symbol() + "_rate";
@@ -179,37 +193,37 @@ struct RowKernel : KernelBody {
     }
     Value table = memref::GetGlobalOp::create(b, tableType, tableName);
 
-    int64_t rowElems = spec.heads * spec.headDim;
+    int64_t rowElems = cols;
     IrIndex token = ir.blockId(gpu::Dimension::x);
     IrIndex base = token * rowElems;
-    Value p = arith::SIToFPOp::create(b, b.getF64Type(), ir.load(pos, token));
+    Value position =
+        arith::SIToFPOp::create(b, b.getF64Type(), ir.load(pos, token));
     IrIndex tid = ir.threadId();
     ir.forLoop(
         tid, ir.idx(rowElems), kRowBlock, {}, [&](IrIndex j, ValueRange) {
-          IrIndex d = j % spec.headDim;
+          IrIndex d = j % p.d;
           // Lanes outside [offset, offset + rotaryDim) copy; the others compute
           // with clamped (valid) indices and select.
           Value inSpan = arith::AndIOp::create(
               b,
               arith::CmpIOp::create(b, arith::CmpIPredicate::uge, d,
-                                    ir.idx(spec.offset)),
-              ir.ult(d, ir.idx(spec.offset + spec.rotaryDim)));
-          IrIndex r = ir.min(d - ir.min(d, ir.idx(spec.offset)),
-                             ir.idx(spec.rotaryDim - 1));
-          IrIndex pair = spec.neox ? r % half : r / 2;
+                                    ir.idx(p.o)),
+              ir.ult(d, ir.idx(p.o + p.r)));
+          IrIndex r = ir.min(d - ir.min(d, ir.idx(p.o)), ir.idx(p.r - 1));
+          IrIndex pair = p.neox ? r % half : r / 2;
           Value isFirst =
-              spec.neox ? ir.ult(r, ir.idx(half))
-                        : arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                                r % 2, ir.idx(0))
-                              .getResult();
-          int64_t stride = spec.neox ? half : 1;
+              p.neox ? ir.ult(r, ir.idx(half))
+                     : arith::CmpIOp::create(b, arith::CmpIPredicate::eq, r % 2,
+                                             ir.idx(0))
+                           .getResult();
+          int64_t stride = p.neox ? half : 1;
           // Partner: j + stride for a first element, j - stride for a second.
           IrIndex up = ir.min(j + stride, ir.idx(rowElems - 1));
           IrIndex down = j - ir.min(j, ir.idx(stride));
           Value partnerIdx = select(isFirst, up, down);
           Value v = ir.load(x, base + j);
           Value partner = ir.load(x, base + ir.idx(partnerIdx));
-          Value rev = arith::MulFOp::create(b, p, ir.load(table, pair));
+          Value rev = arith::MulFOp::create(b, position, ir.load(table, pair));
           Value fl = ir.intrinsic("llvm.floor.f64", b.getF64Type(), {rev});
           Value frac = arith::TruncFOp::create(
               b, f32(), arith::SubFOp::create(b, rev, fl));
@@ -230,7 +244,7 @@ struct RowKernel : KernelBody {
     case KernelKind::RmsNorm: {
       auto fn = createKernelFunc(
           b, module, spec,
-          {rowsOf(f32()), ir.global(f32(), spec.cols), rowsOf(f32())},
+          {rowsOf(f32()), ir.global(f32(), cols), rowsOf(f32())},
           {ir.workgroup(f32(), waves)});
       rmsNorm(fn.getArgument(0), fn.getArgument(1), fn.getArgument(2),
               fn.getWorkgroupAttributions()[0]);
@@ -240,12 +254,6 @@ struct RowKernel : KernelBody {
       auto fn = createKernelFunc(b, module, spec,
                                  {rowsOf(f32()), rowsOf(f32()), rowsOf(f32())});
       swiglu(fn.getArgument(0), fn.getArgument(1), fn.getArgument(2));
-      break;
-    }
-    case KernelKind::Add: {
-      auto fn = createKernelFunc(b, module, spec,
-                                 {rowsOf(f32()), rowsOf(f32()), rowsOf(f32())});
-      add(fn.getArgument(0), fn.getArgument(1), fn.getArgument(2));
       break;
     }
     case KernelKind::Argmax: {
@@ -258,11 +266,9 @@ struct RowKernel : KernelBody {
       break;
     }
     case KernelKind::Rope: {
-      int64_t rowElems = spec.heads * spec.headDim;
-      auto fn = createKernelFunc(b, module, spec,
-                                 {ir.activations(f32(), rowElems),
-                                  ir.activations(i32(), 1),
-                                  ir.activations(f32(), rowElems)});
+      auto fn = createKernelFunc(
+          b, module, spec,
+          {rowsOf(f32()), ir.activations(i32(), 1), rowsOf(f32())});
       rope(fn.getArgument(0), fn.getArgument(1), fn.getArgument(2));
       break;
     }

@@ -776,6 +776,26 @@ TEST(DataLowering, SwappedBroadcastAddOfOneRowBuffer) {
   expectSameBits(y, expect, "swapped broadcast add");
 }
 
+TEST(DataLowering, SameShapeAddIsTheBinaryKernel) {
+  // A residual add: two [T, 999] buffers (scalar accesses, 999 % 4 != 0).
+  LoweringCase c;
+  uint32_t a = c.buffer(kTokens, {999}), b = c.buffer(kTokens, {999}),
+           out = c.buffer(kTokens, {999});
+  c.dispatch = {
+      kiln::abi::Kernel::Add, {bufArg(a), bufArg(b), bufArg(out)}, {}, ""};
+  std::optional<emit::GpuDispatchLowering> l = c.lower();
+  ASSERT_TRUE(l.has_value());
+  ASSERT_EQ(l->launches.size(), 1u);
+  EXPECT_EQ(l->launches[0].spec.kind, KernelKind::Binary);
+  const int64_t t = 5;
+  std::vector<float> x = randomFloats(t * 999, 95),
+                     z = randomFloats(t * 999, 96);
+  std::vector<float> y(x.size()), expect(x.size());
+  runLowering(*l, {Bound::of(x, t), Bound::of(z, t), Bound::of(y, t)}, t);
+  cpu::add(x.data(), z.data(), t, 999, expect.data());
+  expectSameBits(y, expect, "same-shape add");
+}
+
 TEST(DataLowering, MulByVectorWeight) {
   LoweringCase c;
   uint32_t x = c.buffer(kTokens, {3, 5}), out = c.buffer(kTokens, {3, 5});

@@ -15,6 +15,7 @@
 
 #include "tools/gpu-interp/KernelInterpreter.h"
 
+#include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
 #include "passes/codegen/rocdl/RocdlCodegen.h"
 #include "passes/emit/Mxfp4Quantize.h"
@@ -261,12 +262,22 @@ INSTANTIATE_TEST_SUITE_P(Kernels, InterpBf16Gemm,
 // Row kernels
 //===----------------------------------------------------------------------===//
 
-KernelSpec rowSpec(KernelKind kind, int64_t cols) {
-  KernelSpec s;
-  s.kind = kind;
-  s.cols = cols;
+KernelSpec checked(KernelSpec s) {
   EXPECT_EQ(s.validate(), "");
   return s;
+}
+
+KernelSpec rmsNormSpec(int64_t cols, float eps) {
+  RmsNormParams p;
+  p.c = cols;
+  p.eps = eps;
+  return checked(makeSpec(p));
+}
+
+KernelSpec swigluSpec(int64_t cols) {
+  SwiGluParams p;
+  p.c = cols;
+  return checked(makeSpec(p));
 }
 
 double maxRelError(const std::vector<float> &y, const std::vector<float> &ref,
@@ -284,15 +295,15 @@ TEST(InterpRowKernels, RmsNorm) {
   for (int64_t cols : {1000, 1002}) { // vectors of 4, and scalar accesses
     SCOPED_TRACE(cols);
     int64_t rows = 7;
-    KernelSpec spec = rowSpec(KernelKind::RmsNorm, cols);
-    spec.eps = 1e-5f;
+    const float eps = 1e-5f;
+    KernelSpec spec = rmsNormSpec(cols, eps);
     std::vector<float> x = randomVec(size_t(rows * cols), 1, 2.0f);
     std::vector<float> w = randomVec(size_t(cols), 2);
     std::vector<float> y(x.size(), std::nanf("")), ref(x.size());
     ASSERT_EQ(runKernel(spec, spec.grid(rows),
                         {KernelArg::of(x), KernelArg::of(w), KernelArg::of(y)}),
               "");
-    cpu::rmsNorm(x.data(), rows, cols, w.data(), spec.eps, ref.data());
+    cpu::rmsNorm(x.data(), rows, cols, w.data(), eps, ref.data());
     double err = maxRelError(y, ref, 1e-3);
     report("rms_norm_c" + std::to_string(cols) + "_max_rel_err", err);
     EXPECT_LT(err, 1e-5);
@@ -301,7 +312,7 @@ TEST(InterpRowKernels, RmsNorm) {
 
 TEST(InterpRowKernels, SwiGlu) {
   int64_t rows = 5, cols = 1000;
-  KernelSpec spec = rowSpec(KernelKind::SwiGlu, cols);
+  KernelSpec spec = swigluSpec(cols);
   std::vector<float> g = randomVec(size_t(rows * cols), 3, 4.0f);
   std::vector<float> u = randomVec(size_t(rows * cols), 4);
   g[0] = -60.0f; // exp2 overflow side
@@ -316,43 +327,28 @@ TEST(InterpRowKernels, SwiGlu) {
   EXPECT_LT(err, 1e-5);
 }
 
-TEST(InterpRowKernels, Add) {
-  int64_t rows = 5, cols = 999;
-  KernelSpec spec = rowSpec(KernelKind::Add, cols);
-  std::vector<float> a = randomVec(size_t(rows * cols), 5);
-  std::vector<float> b = randomVec(size_t(rows * cols), 6);
-  std::vector<float> y(a.size(), std::nanf("")), ref(a.size());
-  ASSERT_EQ(runKernel(spec, spec.grid(rows),
-                      {KernelArg::of(a), KernelArg::of(b), KernelArg::of(y)}),
-            "");
-  cpu::add(a.data(), b.data(), rows, cols, ref.data());
-  report("add_max_abs_err", maxRelError(y, ref, 1e30) * 1e30);
-  EXPECT_EQ(y, ref);
-}
-
 class InterpRope : public ::testing::TestWithParam<bool> {};
 
 TEST_P(InterpRope, MatchesRuntime) {
   bool neox = GetParam();
-  KernelSpec spec;
-  spec.kind = KernelKind::Rope;
-  spec.heads = 3;
-  spec.headDim = 64;
-  spec.offset = 8;
-  spec.rotaryDim = 32;
-  spec.neox = neox;
-  spec.theta = 10000.0f;
-  ASSERT_EQ(spec.validate(), "");
-  int64_t tokens = 5, rowElems = spec.heads * spec.headDim;
+  RopeParams p;
+  p.neox = neox ? 1 : 0;
+  p.h = 3;
+  p.d = 64;
+  p.o = 8;
+  p.r = 32;
+  p.theta = 10000.0f;
+  KernelSpec spec = checked(makeSpec(p));
+  int64_t tokens = 5, rowElems = p.h * p.d;
   std::vector<float> x = randomVec(size_t(tokens * rowElems), 7);
   std::vector<int32_t> pos = {0, 1, 17, 4093, 131071};
   std::vector<float> y(x.size(), std::nanf("")), ref = x;
   ASSERT_EQ(runKernel(spec, spec.grid(tokens),
                       {KernelArg::of(x), KernelArg::of(pos), KernelArg::of(y)}),
             "");
-  cpu::rope(ref.data(), tokens, spec.heads, spec.headDim, pos.data(),
-            neox ? cpu::RopeStyle::Neox : cpu::RopeStyle::Interleaved,
-            spec.theta, spec.offset, spec.rotaryDim);
+  cpu::rope(ref.data(), tokens, p.h, p.d, pos.data(),
+            neox ? cpu::RopeStyle::Neox : cpu::RopeStyle::Interleaved, p.theta,
+            p.o, p.r);
   double worst = 0;
   for (size_t i = 0; i < ref.size(); ++i)
     worst = std::max(worst, std::fabs(double(y[i]) - ref[i]));
@@ -362,10 +358,10 @@ TEST_P(InterpRope, MatchesRuntime) {
   EXPECT_LT(worst, 2e-6);
   // Dims outside the rotary span are copied exactly.
   for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t h = 0; h < spec.heads; ++h)
-      for (int64_t d = 0; d < spec.headDim; ++d)
-        if (d < spec.offset || d >= spec.offset + spec.rotaryDim) {
-          size_t i = size_t((t * spec.heads + h) * spec.headDim + d);
+    for (int64_t h = 0; h < p.h; ++h)
+      for (int64_t d = 0; d < p.d; ++d)
+        if (d < p.o || d >= p.o + p.r) {
+          size_t i = size_t((t * p.h + h) * p.d + d);
           ASSERT_EQ(y[i], x[i]);
         }
 }
@@ -378,7 +374,9 @@ INSTANTIATE_TEST_SUITE_P(Kernels, InterpRope, ::testing::Values(false, true),
 
 TEST(InterpRowKernels, ArgmaxWithTies) {
   int64_t cols = 1000, rows = 6;
-  KernelSpec spec = rowSpec(KernelKind::Argmax, cols);
+  ArgmaxParams p;
+  p.c = cols;
+  KernelSpec spec = checked(makeSpec(p));
   std::vector<float> x = randomVec(size_t(rows * cols), 9);
   auto row = [&](int64_t r) { return &x[size_t(r * cols)]; };
   std::fill(row(1), row(1) + cols, 0.5f); // all equal: index 0
@@ -410,7 +408,7 @@ TEST(InterpRowKernels, ArgmaxWithTies) {
 
 TEST(InterpChecks, BufferOneElementTooSmallIsOutOfBounds) {
   int64_t rows = 3, cols = 1000;
-  KernelSpec spec = rowSpec(KernelKind::Add, cols);
+  KernelSpec spec = swigluSpec(cols);
   std::vector<float> a(size_t(rows * cols), 1.0f), b = a;
   std::vector<float> y(size_t(rows * cols) - 1);
   std::string error =
@@ -423,7 +421,7 @@ TEST(InterpChecks, BufferOneElementTooSmallIsOutOfBounds) {
 }
 
 TEST(InterpChecks, ArgumentMismatches) {
-  KernelSpec spec = rowSpec(KernelKind::Add, 8);
+  KernelSpec spec = swigluSpec(8);
   std::vector<float> a(8);
   EXPECT_NE(runKernel(spec, {1, 1, 1}, {KernelArg::of(a), KernelArg::of(a)})
                 .find("takes 3 arguments"),

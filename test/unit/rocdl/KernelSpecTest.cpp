@@ -32,23 +32,21 @@ TEST(KernelSpec, FixedKindsRoundTrip) {
   EXPECT_EQ(back.tiling.mTiles, 2);
   EXPECT_EQ(back.chip, Chip::Gfx942);
 
-  KernelSpec norm;
-  norm.kind = KernelKind::RmsNorm;
-  norm.cols = 6144;
+  RmsNormParams norm;
+  norm.c = 6144;
   norm.eps = 1e-6f;
-  EXPECT_EQ(roundTrip(norm).eps, 1e-6f);
+  EXPECT_EQ(params<RmsNormParams>(roundTrip(makeSpec(norm))).eps, 1e-6f);
 
-  KernelSpec rope;
-  rope.kind = KernelKind::Rope;
-  rope.heads = 64;
-  rope.headDim = 192;
-  rope.offset = 128;
-  rope.rotaryDim = 64;
-  rope.neox = true;
+  RopeParams rope;
+  rope.neox = 1;
+  rope.h = 64;
+  rope.d = 192;
+  rope.o = 128;
+  rope.r = 64;
   rope.theta = 1e6f;
-  KernelSpec r = roundTrip(rope);
-  EXPECT_TRUE(r.neox);
-  EXPECT_EQ(r.offset, 128);
+  RopeParams r = params<RopeParams>(roundTrip(makeSpec(rope)));
+  EXPECT_EQ(r.neox, 1);
+  EXPECT_EQ(r.o, 128);
   EXPECT_EQ(r.theta, 1e6f);
 }
 
@@ -108,7 +106,10 @@ TEST(KernelSpec, RejectsWhatItDidNotWrite) {
         "kiln_softmax_c64_gfx90a", "kiln_nosuch_c1_gfx950",
         "kiln_mx_gemm_n1_k2_tx4_gfx950", "kiln_softmax_C64_gfx950",
         "kiln_softmax_c-1_gfx950", "kiln_softmax_c64__gfx950",
-        "other_softmax_c64_gfx950", "kiln_rms_norm_c64_epsZZ_gfx950"})
+        "other_softmax_c64_gfx950", "kiln_rms_norm_c64_epsZZ_gfx950",
+        "kiln_rms_norm_c64_epsXZZ_gfx950",
+        // The spellings before row kernels were declared in KernelParams.def.
+        "kiln_rms_norm_c64_eps3727c5ac_gfx950", "kiln_add_c64_gfx950"})
     EXPECT_FALSE(KernelSpec::fromSymbol(bad)) << bad;
 }
 
