@@ -316,7 +316,8 @@ LogicalResult PlanLowering::emit(Kernel kernel, Operation *op,
   auto d = plan::DispatchOp::create(
       dispatches_, op->getLoc(), abi::kKernelNames[size_t(kernel)], operands,
       dispatches_.getArrayAttr(refs),
-      plan::paramsToAttr(op->getContext(), params));
+      plan::paramsToAttr(op->getContext(), params), /*gpu_launches=*/nullptr,
+      /*gpu_scratch=*/nullptr);
   std::string error = plan::dispatchSignatureError(
       d, [&](FlatSymbolRefAttr symbol) -> std::optional<abi::RefKind> {
         for (const Arg &a : args)

@@ -42,44 +42,6 @@ Result<std::string> readText(const std::string &path) {
 
 fb::DType weightDtype(const StreamedWeight &w) { return w.dtype; }
 
-/// Chooses how each weight is stored from the arguments that read it.
-/// `MatWeight` arguments (Kernels.td) are matmul operands: the CPU reads
-/// them in row panels, GPU kernels read MXFP4 ones in the GPU matmul layout
-/// (Mxfp4Gpu); every other reader takes the checkpoint layout. A CPU-only
-/// artifact (`gpu` false) gets panels where only matmuls read a weight; one
-/// with GPU targets keeps rows for every weight and adds the Mxfp4Gpu copy
-/// of the MXFP4 weights a matmul reads, instead of their checkpoint layout
-/// when the artifact has no CPU target and only matmuls read them.
-void chooseWeightLayouts(ProgramSpec &program, bool panels, bool gpu,
-                         bool cpu) {
-  std::vector<bool> used(program.weights.size(), false),
-      matmulOnly(program.weights.size(), true),
-      byMatmul(program.weights.size(), false);
-  for (const PlanSpec &p : program.plans)
-    for (const DispatchSpec &d : p.dispatches)
-      for (size_t i = 0; i < d.args.size(); ++i) {
-        if (d.args[i].kind != ArgKind::Weight)
-          continue;
-        const abi::ArgDecl *decl = abi::argDeclAt(d.kernel, i, d.args.size());
-        bool matmul = decl && decl->panels;
-        used[d.args[i].index] = true;
-        byMatmul[d.args[i].index] = byMatmul[d.args[i].index] || matmul;
-        if (!matmul)
-          matmulOnly[d.args[i].index] = false;
-      }
-  for (size_t w = 0; w < program.weights.size(); ++w) {
-    WeightSpec &spec = program.weights[w];
-    spec.panels = panels && !gpu && used[w] && matmulOnly[w] &&
-                  spec.kind != WeightKind::Fp8Block;
-    bool mxfp4 = spec.kind == WeightKind::Mxfp4Raw ||
-                 spec.kind == WeightKind::Mxfp4Quant;
-    using GpuCopy = WeightSpec::GpuCopy;
-    spec.gpuCopy = !gpu || !mxfp4 || !byMatmul[w] ? GpuCopy::None
-                   : !cpu && matmulOnly[w]        ? GpuCopy::Instead
-                                                  : GpuCopy::Beside;
-  }
-}
-
 /// tokenizer_config.json's chat_template, verbatim; empty when absent.
 std::string readChatTemplate(const std::string &path) {
   auto text = readText(path);
@@ -186,8 +148,11 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   if (!cpu && chips.empty())
     return makeError(StatusCode::InvalidArgument, "targets '", options.targets,
                      "' name no target: expected cpu, gfx950 or gfx942");
-  KILN_ASSIGN_OR_RETURN(ProgramSpec program,
-                        buildPrograms(module, options.hostKernels && cpu));
+  KILN_ASSIGN_OR_RETURN(
+      ProgramSpec program,
+      buildPrograms(module, options.hostKernels && cpu,
+                    chips.empty() ? std::string() : options.targets));
+  KILN_ASSIGN_OR_RETURN(auto gpuLaunches, readGpuLaunches(module));
 
   std::string dir = checkpointDir;
   if (dir.size() > 5 && dir.substr(dir.size() - 5) == ".json")
@@ -205,6 +170,13 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   KILN_ASSIGN_OR_RETURN(
       std::vector<StreamedWeight> streamed,
       streamWeights(program.weights, source, *writer, stderr));
+  // The GPU launches were lowered for the forms the specs promise.
+  for (size_t i = 0; i < streamed.size() && !chips.empty(); ++i)
+    if (storedForm(streamed[i]) != storedForm(program.weights[i]))
+      return makeError(StatusCode::Internal, "weight '",
+                       program.weights[i].name,
+                       "' was stored in another form than its GPU launches "
+                       "were lowered for");
   // What the CPU-and-GPU form costs: the GPU copies beside the CPU layout.
   uint64_t copies = 0, stored = 0;
   size_t copied = 0;
@@ -264,23 +236,20 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   std::map<std::pair<abi::Kernel, std::string>, uint32_t> kernelIndex;
   std::map<std::string, GpuDispatchLowering> lowerings;
   std::vector<std::vector<std::string>> keys;
-  for (const PlanSpec &p : program.plans) {
+  for (size_t pi = 0; pi < program.plans.size(); ++pi) {
+    const PlanSpec &p = program.plans[pi];
     keys.emplace_back();
-    for (const DispatchSpec &d : p.dispatches) {
+    for (size_t di = 0; di < p.dispatches.size(); ++di) {
+      const DispatchSpec &d = p.dispatches[di];
       std::string key;
-      if (!chips.empty())
-        if (auto lowering = gpuLowering(p, d, program, streamed)) {
-          key = lowering->key();
-          lowerings.emplace(key, std::move(*lowering));
-        }
-      // Without the cpu target nothing else could run it.
+      if (std::optional<GpuDispatchLowering> &lowering = gpuLaunches[pi][di]) {
+        key = lowering->key();
+        lowerings.emplace(key, std::move(*lowering));
+      }
+      // kiln-lower-gpu-launches refused the artifact otherwise.
       if (key.empty() && !cpu)
-        return makeError(
-            StatusCode::InvalidArgument, "plan '", p.name, "' dispatch ",
-            keys.back().size(), " (", abi::kKernelNames[size_t(d.kernel)],
-            ") has no GPU kernel for its shapes and weights, and "
-            "targets '",
-            options.targets, "' have no cpu to run it: add cpu to --target");
+        return makeError(StatusCode::Internal, "plan '", p.name, "' dispatch ",
+                         di, " has no GPU launches");
       kernelIndex.emplace(std::make_pair(d.kernel, key), 0);
       keys.back().push_back(key);
     }

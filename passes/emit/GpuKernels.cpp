@@ -32,11 +32,12 @@ kiln::emit::parseGpuTargets(const std::string &targets) {
   return chips;
 }
 
-std::optional<GpuDispatchLowering>
-kiln::emit::gpuLowering(const PlanSpec &plan, const DispatchSpec &dispatch,
-                        const ProgramSpec &program,
-                        const std::vector<StreamedWeight> &weights) {
-  return lowerGpuDispatch({plan, dispatch, program, weights});
+KernelSpec kiln::emit::specForChip(const KernelSpec &launched, Chip chip) {
+  KernelSpec spec = launched;
+  spec.chip = chip;
+  // declaredWavesPerSimd and the tiling depend on the chip.
+  spec.chooseTiling();
+  return spec;
 }
 
 Result<GpuCodeObject> kiln::emit::buildGpuCodeObject(
@@ -46,10 +47,7 @@ Result<GpuCodeObject> kiln::emit::buildGpuCodeObject(
   std::map<std::string, std::string> symbolOf; // chip-less spec -> symbol
   for (const auto &[key, lowering] : lowerings)
     for (const GpuLaunchSpec &l : lowering.launches) {
-      KernelSpec spec = l.spec;
-      spec.chip = chip;
-      // declaredWavesPerSimd and the tiling depend on the chip.
-      spec.chooseTiling();
+      KernelSpec spec = specForChip(l.spec, chip);
       if (symbolOf.emplace(l.spec.symbol(), spec.symbol()).second)
         specs.push_back(spec);
     }

@@ -1,10 +1,10 @@
 //===- GpuKernels.h - GPU code objects for the plans' dispatches ---------===//
 //
-// For each GPU target (gfx950, gfx942), lowers every dispatch of every plan
-// to GPU launches (GpuLaunch.h), builds one specialized kernel per distinct
-// spec and compiles them into one HSA code object per target. A dispatch
-// whose shape no kernel family covers has no GPU lowering; the HIP runner
-// refuses such an artifact by naming it.
+// For each GPU target (gfx950, gfx942), builds one specialized kernel per
+// distinct spec the dispatches' launches name (kiln-lower-gpu-launches,
+// GpuLaunch.h) and compiles them into one HSA code object per target. A
+// dispatch whose shape no kernel family covers has no GPU lowering; the HIP
+// runner refuses such an artifact by naming it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,16 +41,12 @@ struct GpuCodeObject {
 /// for unknown names.
 Result<std::vector<rocdl::Chip>> parseGpuTargets(const std::string &targets);
 
-/// How a dispatch of `plan` runs on a GPU, or nullopt when no kernel
-/// family covers it. `weights` are the streamed weights (their stored
-/// layout decides the GEMM).
-std::optional<GpuDispatchLowering>
-gpuLowering(const PlanSpec &plan, const DispatchSpec &dispatch,
-            const ProgramSpec &program,
-            const std::vector<StreamedWeight> &weights);
+/// A launch's kernel (GpuLaunchSpec::spec, chip-less) specialized for `chip`.
+rocdl::KernelSpec specForChip(const rocdl::KernelSpec &launched,
+                              rocdl::Chip chip);
 
 /// Generates and compiles, for `chip`, every kernel the dispatches'
-/// lowerings (by key, see gpuLowering) launch.
+/// lowerings (by GpuDispatchLowering::key) launch.
 Result<GpuCodeObject>
 buildGpuCodeObject(rocdl::Chip chip,
                    const std::map<std::string, GpuDispatchLowering> &lowerings);

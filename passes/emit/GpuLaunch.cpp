@@ -41,7 +41,7 @@ const BufferSpec &GpuDispatchContext::buffer(size_t i) const {
 const WeightSpec &GpuDispatchContext::weight(size_t i) const {
   return program.weights[dispatch.args[i].index];
 }
-const StreamedWeight &GpuDispatchContext::stored(size_t i) const {
+const StoredForm &GpuDispatchContext::stored(size_t i) const {
   return weights[dispatch.args[i].index];
 }
 const CacheSpec &GpuDispatchContext::cache(size_t i) const {

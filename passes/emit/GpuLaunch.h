@@ -1,8 +1,9 @@
 //===- GpuLaunch.h - How one plan dispatch runs on a GPU -----------------===//
 //
 // A dispatch of a plan (Kernels.td) runs on a GPU as one or more kernel
-// launches. The compiler decides them here, once per dispatch shape, and
-// writes them into the artifact's KernelSymbol.launches; the runtime's HIP
+// launches. The compiler decides them here, once per dispatch shape
+// (kiln-lower-gpu-launches records them in the plan IR), and writes them
+// into the artifact's KernelSymbol.launches; the runtime's HIP
 // plan device (runtime/hip/HipPlanDevice) then only binds pointers and
 // evaluates grids. Conventions every GPU kernel follows:
 //
@@ -105,7 +106,8 @@ struct GpuDispatchContext {
   const PlanSpec &plan;
   const DispatchSpec &dispatch;
   const ProgramSpec &program;
-  const std::vector<StreamedWeight> &weights;
+  /// Each program weight's form (storedForm).
+  const std::vector<StoredForm> &weights;
 
   size_t argCount() const { return dispatch.args.size(); }
   bool isBuffer(size_t i) const;
@@ -115,7 +117,7 @@ struct GpuDispatchContext {
   const BufferSpec &buffer(size_t i) const;
   int64_t bufferElems(size_t i) const { return buffer(i).rowElems(); }
   const WeightSpec &weight(size_t i) const;
-  const StreamedWeight &stored(size_t i) const;
+  const StoredForm &stored(size_t i) const;
   const CacheSpec &cache(size_t i) const;
 };
 
@@ -137,6 +139,13 @@ rocdl::Fp8GemmParams fp8GemmParams(const rocdl::KernelSpec &bf16Gemm);
 /// All of them: the lowering of any dispatch, or nullopt.
 std::optional<GpuDispatchLowering>
 lowerGpuDispatch(const GpuDispatchContext &context);
+
+/// The lowerings kiln-lower-gpu-launches recorded (LowerGpuLaunches.cpp),
+/// per plan and dispatch in the order of the ops; nullopt for a dispatch
+/// without launches. An error names a launch whose kernel symbol does not
+/// parse or validate.
+Result<std::vector<std::vector<std::optional<GpuDispatchLowering>>>>
+readGpuLaunches(mlir::ModuleOp module);
 
 } // namespace kiln::emit
 

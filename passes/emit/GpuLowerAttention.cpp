@@ -98,7 +98,7 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   // kv_b as the kernels read it: f32 / BF16 / FP8 (+ f32 block scales) as
   // stored, MXFP4 in the checkpoint layout (row-major nibbles + E8M0
   // scales).
-  const StreamedWeight &stored = c.stored(2);
+  const StoredForm &stored = c.stored(2);
   int64_t wf;
   std::vector<GpuArgRef> weightArgs;
   if (stored.layout == fb::WeightLayout::Dense &&

@@ -22,7 +22,7 @@ kiln::emit::lowerBasicDispatch(const GpuDispatchContext &c) {
     if (!c.isBuffer(0) || !c.isWeight(1) || !c.isBuffer(2))
       return std::nullopt;
     const WeightSpec &w = c.weight(1);
-    const StreamedWeight &stored = c.stored(1);
+    const StoredForm &stored = c.stored(1);
     if (w.shape.size() != 2 || w.experts > 0)
       return std::nullopt;
     if (stored.gpuMxfp4())

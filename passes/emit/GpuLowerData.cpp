@@ -74,7 +74,7 @@ struct Lowerer {
     if (!buffers({0, 2}) || !c.isWeight(1))
       return std::nullopt;
     const WeightSpec &w = c.weight(1);
-    const StreamedWeight &stored = c.stored(1);
+    const StoredForm &stored = c.stored(1);
     if (w.shape.size() != 2 || w.experts > 0 ||
         stored.layout != fb::WeightLayout::Dense ||
         c.bufferElems(2) != w.shape[1])
@@ -312,7 +312,7 @@ struct Lowerer {
     if (!buffers({0, 2}) || !c.isWeight(1))
       return std::nullopt;
     const WeightSpec &w = c.weight(1);
-    const StreamedWeight &stored = c.stored(1);
+    const StoredForm &stored = c.stored(1);
     if (w.shape.size() != 2 || w.experts > 0 ||
         stored.layout != fb::WeightLayout::Fp8Block128 || !stored.scales)
       return std::nullopt;

@@ -49,7 +49,7 @@ enum Scratch : uint32_t {
 /// The moe kernels' fmt: 0 for MXFP4 with a GPU copy, 1 for dense BF16, 2
 /// for FP8 block-128 with scales; -1 otherwise.
 int expertFormat(const GpuDispatchContext &c, size_t i) {
-  const StreamedWeight &s = c.stored(i);
+  const StoredForm &s = c.stored(i);
   if (s.gpuMxfp4())
     return 0;
   if (s.layout == fb::WeightLayout::Dense && s.dtype == fb::DType::BF16)
@@ -109,7 +109,7 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
 
   // Router [E, H], dense f32 or bf16; bias [E] (uploaded as f32).
   const WeightSpec &router = c.weight(1);
-  const StreamedWeight &routerStored = c.stored(1);
+  const StoredForm &routerStored = c.stored(1);
   if (router.shape.size() != 2 || router.experts > 0 ||
       routerStored.layout != fb::WeightLayout::Dense ||
       (routerStored.dtype != fb::DType::F32 &&

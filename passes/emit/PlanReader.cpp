@@ -4,6 +4,7 @@
 
 #include "dialects/plan/IR/PlanOps.h"
 #include "passes/Passes.h"
+#include "passes/emit/EmitPasses.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
@@ -122,8 +123,8 @@ Result<ProgramSpec> kiln::emit::readPrograms(ModuleOp module) {
   return program;
 }
 
-Result<ProgramSpec> kiln::emit::buildPrograms(ModuleOp module,
-                                              bool hostKernels) {
+Result<ProgramSpec> kiln::emit::buildPrograms(ModuleOp module, bool hostKernels,
+                                              const std::string &gpuTargets) {
   MLIRContext *context = module.getContext();
   std::string errors;
   ScopedDiagnosticHandler handler(context, [&](Diagnostic &d) {
@@ -137,6 +138,11 @@ Result<ProgramSpec> kiln::emit::buildPrograms(ModuleOp module,
   });
   PassManager pm(context);
   buildPlanPipeline(pm, hostKernels);
+  if (!gpuTargets.empty()) {
+    KilnLowerGpuLaunchesPassOptions gpu;
+    gpu.targets = gpuTargets;
+    pm.addPass(createKilnLowerGpuLaunchesPass(gpu));
+  }
   if (failed(pm.run(module)))
     return makeError(StatusCode::InvalidArgument, errors);
   return readPrograms(module);

@@ -86,11 +86,14 @@ struct ProgramSpec {
 /// input): weights, caches and plans in the order of their ops.
 Result<ProgramSpec> readPrograms(mlir::ModuleOp module);
 
-/// Runs kiln-build-plan, kiln-reuse-buffers and, with `hostKernels`,
-/// kiln-select-host-kernels on a fused module (which they rewrite) and reads
-/// the result. Errors name the op and its location.
+/// Runs kiln-build-plan, kiln-reuse-buffers, with `hostKernels`
+/// kiln-select-host-kernels and, when `gpuTargets` (kiln-compile's
+/// --target list) names a GPU, kiln-lower-gpu-launches on a fused module
+/// (which they rewrite) and reads the result. Errors name the op and its
+/// location.
 Result<ProgramSpec> buildPrograms(mlir::ModuleOp module,
-                                  bool hostKernels = false);
+                                  bool hostKernels = false,
+                                  const std::string &gpuTargets = "");
 
 } // namespace kiln::emit
 

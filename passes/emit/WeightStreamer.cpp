@@ -594,3 +594,66 @@ kiln::emit::streamWeights(const std::vector<WeightSpec> &weights,
   progress.finish();
   return out;
 }
+
+void kiln::emit::chooseWeightLayouts(ProgramSpec &program, bool panels,
+                                     bool gpu, bool cpu) {
+  std::vector<bool> used(program.weights.size(), false),
+      matmulOnly(program.weights.size(), true),
+      byMatmul(program.weights.size(), false);
+  for (const PlanSpec &p : program.plans)
+    for (const DispatchSpec &d : p.dispatches)
+      for (size_t i = 0; i < d.args.size(); ++i) {
+        if (d.args[i].kind != ArgKind::Weight)
+          continue;
+        const abi::ArgDecl *decl = abi::argDeclAt(d.kernel, i, d.args.size());
+        bool matmul = decl && decl->panels;
+        used[d.args[i].index] = true;
+        byMatmul[d.args[i].index] = byMatmul[d.args[i].index] || matmul;
+        if (!matmul)
+          matmulOnly[d.args[i].index] = false;
+      }
+  for (size_t w = 0; w < program.weights.size(); ++w) {
+    WeightSpec &spec = program.weights[w];
+    spec.panels = panels && !gpu && used[w] && matmulOnly[w] &&
+                  spec.kind != WeightKind::Fp8Block;
+    bool mxfp4 = spec.kind == WeightKind::Mxfp4Raw ||
+                 spec.kind == WeightKind::Mxfp4Quant;
+    using GpuCopy = WeightSpec::GpuCopy;
+    spec.gpuCopy = !gpu || !mxfp4 || !byMatmul[w] ? GpuCopy::None
+                   : !cpu && matmulOnly[w]        ? GpuCopy::Instead
+                                                  : GpuCopy::Beside;
+  }
+}
+
+StoredForm kiln::emit::storedForm(const WeightSpec &spec) {
+  using GpuCopy = WeightSpec::GpuCopy;
+  StoredForm f;
+  switch (spec.kind) {
+  case WeightKind::Dense:
+  case WeightKind::Mxfp4Dequant:
+    f.layout = fb::WeightLayout::Dense;
+    f.dtype = spec.dtype == ElemType::F32    ? fb::DType::F32
+              : spec.dtype == ElemType::BF16 ? fb::DType::BF16
+                                             : fb::DType::F16;
+    break;
+  case WeightKind::Fp8Block:
+    f.layout = fb::WeightLayout::Fp8Block128;
+    f.dtype = fb::DType::F8E4M3;
+    f.scales = true;
+    break;
+  case WeightKind::Mxfp4Raw:
+  case WeightKind::Mxfp4Quant:
+    f.layout = spec.gpuCopy == GpuCopy::Instead ? fb::WeightLayout::Mxfp4Gpu
+                                                : fb::WeightLayout::Mxfp4;
+    f.dtype = fb::DType::F4E2M1;
+    f.scales = true;
+    f.gpuCopy = spec.gpuCopy == GpuCopy::Beside;
+    break;
+  }
+  return f;
+}
+
+StoredForm kiln::emit::storedForm(const StreamedWeight &w) {
+  return {w.layout, w.dtype, w.scales.has_value(),
+          w.gpuData.has_value() && w.gpuScales.has_value()};
+}

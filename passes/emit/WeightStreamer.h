@@ -31,14 +31,45 @@ struct StreamedWeight {
   /// MXFP4 weights of GPU artifacts: the copy in the GPU kernels' layout
   /// (fb::WeightLayout::Mxfp4Gpu, MxWeightLayout per expert).
   std::optional<fb::Extent> gpuData, gpuScales;
+};
+
+/// How a weight is stored, as the GPU lowering sees it.
+struct StoredForm {
+  fb::WeightLayout layout = fb::WeightLayout::Dense;
+  fb::DType dtype = fb::DType::BF16;
+  bool scales = false;  // block scales beside the values
+  bool gpuCopy = false; // an Mxfp4Gpu copy beside the Mxfp4 values
 
   /// Whether GPU matmuls can read it as MXFP4: a copy in their layout
   /// beside the checkpoint layout, or that layout alone.
   bool gpuMxfp4() const {
-    return (layout == fb::WeightLayout::Mxfp4 && gpuData && gpuScales) ||
+    return (layout == fb::WeightLayout::Mxfp4 && gpuCopy) ||
            (layout == fb::WeightLayout::Mxfp4Gpu && scales);
   }
+  bool operator==(const StoredForm &o) const {
+    return layout == o.layout && dtype == o.dtype && scales == o.scales &&
+           gpuCopy == o.gpuCopy;
+  }
+  bool operator!=(const StoredForm &o) const { return !(*this == o); }
 };
+
+/// The form streamWeights gives a weight of an artifact with a GPU target
+/// (no CPU panels), decided by its spec alone: kiln-lower-gpu-launches
+/// lowers each dispatch from it before any byte is read, and
+/// compileArtifact checks the streamed weights against it.
+StoredForm storedForm(const WeightSpec &spec);
+/// The form a weight was streamed in.
+StoredForm storedForm(const StreamedWeight &weight);
+
+/// Chooses how each weight is stored from the arguments that read it.
+/// `MatWeight` arguments (Kernels.td) are matmul operands: the CPU reads
+/// them in row panels, GPU kernels read MXFP4 ones in the GPU matmul layout
+/// (Mxfp4Gpu); every other reader takes the checkpoint layout. A CPU-only
+/// artifact (`gpu` false) gets panels where only matmuls read a weight; one
+/// with GPU targets keeps rows for every weight and adds the Mxfp4Gpu copy
+/// of the MXFP4 weights a matmul reads, instead of their checkpoint layout
+/// when the artifact has no CPU target and only matmuls read them.
+void chooseWeightLayouts(ProgramSpec &program, bool panels, bool gpu, bool cpu);
 
 /// Progress of a long compile: a bar on a terminal, plain lines otherwise.
 class Progress {

@@ -27,6 +27,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "passes/emit/EmitArtifact.h"
+#include "passes/emit/EmitPasses.h"
+#include "passes/emit/GpuKernels.h"
 #include "passes/emit/HostKernels.h"
 #include "runtime/artifact/ArtifactFormat.h"
 
@@ -283,6 +285,15 @@ int main(int argc, char **argv) {
     mlir::PassManager pm(&context);
     buildPlanPipeline(pm, /*hostKernels=*/!noHostKernels &&
                               kiln::emit::targetsIncludeCpu(targets));
+    // GPU targets: each dispatch's launches, as the artifact records them.
+    auto chips = kiln::emit::parseGpuTargets(targets);
+    if (!chips.isOk())
+      return fail(chips.status().message());
+    if (!chips->empty()) {
+      kiln::KilnLowerGpuLaunchesPassOptions gpu;
+      gpu.targets = targets;
+      pm.addPass(kiln::createKilnLowerGpuLaunchesPass(gpu));
+    }
     if (failed(pm.run(*module)))
       return 1;
   }

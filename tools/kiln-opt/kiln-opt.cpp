@@ -1,7 +1,7 @@
 //===- kiln-opt.cpp - Kiln's mlir-opt ------------------------------------===//
 //
-// Registers only the dialects Kiln's IR uses (kiln, kiln_plan, func) and
-// Kiln's own passes.
+// Registers only the dialects Kiln's IR uses (kiln, kiln_plan, func, and
+// the GPU kernels' dialects) and Kiln's own passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,8 @@
 
 #ifdef KILN_HAVE_PASSES
 #include "passes/Passes.h"
+#include "passes/codegen/rocdl/RocdlCodegen.h"
+#include "passes/emit/EmitPasses.h"
 #endif
 
 int main(int argc, char **argv) {
@@ -28,6 +30,9 @@ int main(int argc, char **argv) {
   mlir::registerSymbolDCEPass();
 #ifdef KILN_HAVE_PASSES
   kiln::registerAllKilnPasses();
+  kiln::registerKilnEmitPasses();
+  // The GPU kernels kiln-generate-gpu-kernels adds, to read them back.
+  kiln::rocdl::registerCodegenDialects(registry);
 #endif
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));

@@ -25,6 +25,7 @@ void PlanDialect::initialize() {
 #define GET_TYPEDEF_LIST
 #include "dialects/plan/IR/PlanTypes.cpp.inc"
       >();
+  registerAttributes();
   addOperations<
 #define GET_OP_LIST
 #include "dialects/plan/IR/PlanOps.cpp.inc"
@@ -260,6 +261,56 @@ LogicalResult DispatchOp::verify() {
     if (!v.getDefiningOp<BufferOp>())
       return emitOpError() << "buffer operands must be kiln_plan.buffer "
                               "results";
+  return verifyGpuLaunches();
+}
+
+LogicalResult DispatchOp::verifyGpuLaunches() {
+  ArrayRef<int64_t> scratch;
+  if (auto s = getGpuScratchAttr()) {
+    scratch = s.asArrayRef();
+    if (!getGpuLaunchesAttr())
+      return emitOpError() << "has gpu_scratch without gpu_launches";
+    if (scratch.size() % 3 != 0 ||
+        llvm::any_of(scratch, [](int64_t v) { return v < 0; }))
+      return emitOpError() << "gpu_scratch holds (per_row, fixed, "
+                              "per_position) triples of byte counts >= 0";
+  }
+  ArrayAttr launches = getGpuLaunchesAttr();
+  if (!launches)
+    return success();
+  if (launches.empty())
+    return emitOpError() << "gpu_launches is empty";
+  const int64_t args = int64_t(getArgs().size());
+  for (auto [i, a] : llvm::enumerate(launches)) {
+    auto launch = cast<GpuLaunchAttr>(a);
+    auto fail = [&]() {
+      return emitOpError() << "launch " << i << " (" << launch.getKernel()
+                           << "): ";
+    };
+    ArrayRef<int64_t> grid = launch.getGrid();
+    for (size_t axis = 0; axis < 3; ++axis) {
+      int64_t of = grid[GpuLaunchAttr::kAxisFields * axis + 3];
+      if (of >= args)
+        return fail() << "grid axis " << axis << " counts the rows of argument "
+                      << of << " of " << args;
+    }
+    for (size_t j = 0; j < launch.getNumArgs(); ++j) {
+      GpuArgPart part = launch.getArgPart(j);
+      int64_t index = launch.getArgIndex(j);
+      int64_t limit =
+          part == GpuArgPart::scratch ? int64_t(scratch.size() / 3)
+          : part == GpuArgPart::rows || part == GpuArgPart::cache_capacity
+              ? 1
+              : args;
+      if (index >= limit)
+        return fail() << "argument " << j << " (" << stringifyGpuArgPart(part)
+                      << " " << index << ") is out of range: the dispatch has "
+                      << (part == GpuArgPart::scratch ? scratch.size() / 3
+                                                      : size_t(args))
+                      << (part == GpuArgPart::scratch ? " scratch buffers"
+                                                      : " arguments");
+    }
+  }
   return success();
 }
 

@@ -30,6 +30,9 @@
 #define GET_TYPEDEF_CLASSES
 #include "dialects/plan/IR/PlanTypes.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dialects/plan/IR/PlanAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/plan/IR/PlanOps.h.inc"
 

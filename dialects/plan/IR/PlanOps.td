@@ -44,12 +44,15 @@ def Plan_Dialect : Dialect {
     ```
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// The module attribute kiln-select-host-kernels sets: the kernels
     /// compiled into the artifact's x86-64 code object.
     static constexpr ::llvm::StringLiteral kHostKernelsAttrName =
         "kiln_plan.host_kernels";
+    /// Adds the attributes (PlanAttrs.cpp).
+    void registerAttributes();
   }];
 }
 
@@ -90,6 +93,63 @@ def Plan_WeightKind : I32EnumAttr<"WeightKind",
     `mxfp4_quant`: quantized to MXFP4 by Kiln from a float (or FP8) source;
     `mxfp4_dequant`: as `mxfp4_quant`, then stored as f32 values times
     their block scales (a tensor-parallel slice that cuts the blocks).
+  }];
+}
+
+def Plan_GpuArgPart : I32EnumAttr<"GpuArgPart",
+    "what a GPU kernel argument binds", [
+    I32EnumAttrCase<"data", 0>,
+    I32EnumAttrCase<"scales", 1>,
+    I32EnumAttrCase<"scratch", 2>,
+    I32EnumAttrCase<"rows", 3>,
+    I32EnumAttrCase<"cache_capacity", 4>,
+    I32EnumAttrCase<"raw_data", 5>,
+    I32EnumAttrCase<"raw_scales", 6>,
+    I32EnumAttrCase<"rows_of", 7>]> {
+  let cppNamespace = "::kiln::plan";
+  let description = [{
+    `data N`: dispatch argument N's device data (a buffer, a cache, a
+    weight's values in the GPU layout); `scales N`: weight N's scales;
+    `scratch N`: the dispatch's scratch buffer N; `rows`: the i32 row count
+    R; `cache_capacity`: the i32 positions per cache slot; `raw_data N`,
+    `raw_scales N`: weight N in the artifact's own layout even where a GPU
+    copy exists; `rows_of N`: the i32 row count of dispatch argument N. The
+    order of the artifact's GpuArgPart.
+  }];
+}
+
+class Plan_Attr<string name, string attrMnemonic>
+    : AttrDef<Plan_Dialect, name> {
+  let mnemonic = attrMnemonic;
+}
+
+def Plan_GpuLaunchAttr : Plan_Attr<"GpuLaunch", "launch"> {
+  let summary = "one GPU kernel launch of a dispatch";
+  let description = [{
+    The kernel by its symbol without the chip (passes/codegen/rocdl
+    KernelSpec: the symbol spells the whole specialization), the grid, and
+    the kernel's arguments in order. Grid axis i has
+    ceil((R * mul + add) / div) workgroups, R the dispatch's rows or, with
+    `of N`, the row count of dispatch argument N.
+
+    ```mlir
+    #kiln_plan.launch<"kiln_rms_norm_c64_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the kernel symbol">:$kernel,
+      ArrayRefParameter<"int64_t", "mul, add, div, rows_of per axis">:$grid,
+      ArrayRefParameter<"int64_t", "part, index per argument">:$args);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    static constexpr size_t kAxisFields = 4, kArgFields = 2;
+    size_t getNumArgs() const { return getArgs().size() / kArgFields; }
+    GpuArgPart getArgPart(size_t i) const {
+      return static_cast<GpuArgPart>(getArgs()[kArgFields * i]);
+    }
+    int64_t getArgIndex(size_t i) const {
+      return getArgs()[kArgFields * i + 1];
+    }
   }];
 }
 
@@ -202,15 +262,27 @@ def Plan_DispatchOp : Plan_Op<"dispatch", [HasParent<"PlanOp">,
     against the declaration (abi::signatureError) and that every symbol
     names a weight or cache.
 
+    `kiln-lower-gpu-launches` adds how the dispatch runs on a GPU:
+    `gpu_launches`, its kernel launches in order (`#kiln_plan.launch`), and
+    `gpu_scratch`, its scratch buffers as (per_row, fixed, per_position)
+    byte triples (per_row * R + per_position * R * capacity + fixed).
+
     ```mlir
     kiln_plan.dispatch rms_norm(%h, @w1, %n) {eps = 9.99999974E-6 : f32}
     kiln_plan.dispatch mla_attention(%qn, %qp, @w7, @layer0.latent, %seq, %pos, none, %o) {heads = 4 : i64, scale = 0.125 : f32}
     ```
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<Plan_BufferType>:$buffers,
-      ArrayAttr:$args, DictionaryAttr:$params);
+      ArrayAttr:$args, DictionaryAttr:$params,
+      OptionalAttr<TypedArrayAttrBase<Plan_GpuLaunchAttr, "GPU launches">>:
+          $gpu_launches,
+      OptionalAttr<DenseI64ArrayAttr>:$gpu_scratch);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// gpu_launches' argument and grid references against this dispatch.
+    ::mlir::LogicalResult verifyGpuLaunches();
+  }];
 }
 
 def Plan_ReturnOp : Plan_Op<"return", [HasParent<"PlanOp">, Terminator]> {

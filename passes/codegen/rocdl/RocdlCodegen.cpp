@@ -71,19 +71,26 @@ OwningOpRef<ModuleOp> kiln::rocdl::buildKernels(MLIRContext &context,
   registerCodegenDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
-  Location loc = UnknownLoc::get(&context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  OpBuilder b(&context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
   (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                     b.getUnitAttr());
-  b.setInsertionPointToEnd(module->getBody());
+                     UnitAttr::get(&context));
+  if (failed(buildKernelModule(*module, specs)))
+    return nullptr;
+  return module;
+}
+
+LogicalResult kiln::rocdl::buildKernelModule(ModuleOp module,
+                                             ArrayRef<KernelSpec> specs) {
+  Location loc = module.getLoc();
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
   auto gpuModule = gpu::GPUModuleOp::create(b, loc, kKernelModuleName);
   std::set<std::string> seen;
   for (const KernelSpec &spec : specs) {
     std::string error = spec.validate();
     if (!error.empty()) {
-      emitError(loc) << error;
-      return nullptr;
+      gpuModule->erase();
+      return emitError(loc) << error;
     }
     if (!seen.insert(spec.symbol()).second)
       continue;
@@ -117,11 +124,10 @@ OwningOpRef<ModuleOp> kiln::rocdl::buildKernels(MLIRContext &context,
       break;
     }
   }
-  if (failed(verify(*module))) {
-    emitError(loc) << "internal error: the generated kernels do not verify";
-    return nullptr;
-  }
-  return module;
+  if (failed(verify(gpuModule)))
+    return emitError(loc)
+           << "internal error: the generated kernels do not verify";
+  return success();
 }
 
 static gpu::GPUModuleOp kernelModule(ModuleOp module) {

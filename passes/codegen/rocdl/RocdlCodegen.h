@@ -40,6 +40,12 @@ inline constexpr const char *kKernelModuleName = "kiln_kernels";
 mlir::OwningOpRef<mlir::ModuleOp>
 buildKernels(mlir::MLIRContext &context, llvm::ArrayRef<KernelSpec> specs);
 
+/// The same gpu.module appended to `module`, whose context has the
+/// dialects of registerCodegenDialects loaded (a pass declares them as its
+/// dependent dialects): kiln-generate-gpu-kernels.
+mlir::LogicalResult buildKernelModule(mlir::ModuleOp module,
+                                      llvm::ArrayRef<KernelSpec> specs);
+
 struct CompileOptions {
   bool assembly = true;   // fill CompiledModule::assembly
   bool codeObject = true; // fill CompiledModule::codeObject (runs ld.lld)

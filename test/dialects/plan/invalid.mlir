@@ -229,3 +229,115 @@ kiln_plan.weight @w0 fp8_block "o" f8E4M3FN shape [64, 128] {scales = "o_scale",
 // An mxfp4_dequant weight (Kiln's MXFP4 stored dequantized) is f32.
 // expected-error @below {{an mxfp4_dequant weight is stored as f32, found 'bf16'}}
 kiln_plan.weight @w0 mxfp4_dequant "proj" bf16 shape [8, 32]
+
+// -----
+
+// GPU launches (kiln-lower-gpu-launches): the attribute's own rules.
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch grid axis 1: mul and add >= 0, div >= 1, got (0, 1, 0)}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 0), (0, 1, 1)], args [data 0, data 1, data 2]>]}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch grid has 2 axes, expected 3}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch kernel 'rms_norm_c8' is not a Kiln kernel symbol}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"rms_norm_c8", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{unknown GPU argument part 'weights'}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, weights 1, data 2]>]}
+  kiln_plan.return %b
+}
+
+// -----
+
+// Against the dispatch: argument indices, rows_of, scratch buffers.
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch 0 (kiln_rms_norm_c8_epsX3727c5ac): argument 2 (data 3) is out of range: the dispatch has 3 arguments}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 3]>]}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch 0 (kiln_rms_norm_c8_epsX3727c5ac): grid axis 0 counts the rows of argument 5 of 3}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1) of 5, (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch 0 (kiln_rms_norm_c8_epsX3727c5ac): argument 1 (scratch 1) is out of range: the dispatch has 1 scratch buffers}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, scratch 1, data 2]>], gpu_scratch = array<i64: 32, 0, 0>}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{gpu_scratch holds (per_row, fixed, per_position) triples of byte counts >= 0}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>], gpu_scratch = array<i64: 32, 0>}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{has gpu_scratch without gpu_launches}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_scratch = array<i64: 32, 0, 0>}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{gpu_launches is empty}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = []}
+  kiln_plan.return %b
+}

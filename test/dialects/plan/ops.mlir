@@ -45,3 +45,14 @@ kiln_plan.plan @decode {
   // CHECK: kiln_plan.return %{{.*}}, %[[H]]
   kiln_plan.return %l, %h
 }
+
+// GPU launches as kiln-lower-gpu-launches writes them: every argument part,
+// a grid axis over another argument's rows, scratch triples.
+// CHECK-LABEL: kiln_plan.plan @gpu
+kiln_plan.plan @gpu {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // CHECK: kiln_plan.dispatch add(%{{.*}}, %{{.*}}, %{{.*}}) attributes {gpu_launches = [#kiln_plan.launch<"kiln_binary_op0_c8_bc0_w4", grid [(8, 0, 1024) of 1, (0, 1, 1), (0, 1, 1)], args [data 0, scales 1, scratch 0, rows, cache_capacity, raw_data 1, raw_scales 1, rows_of 2]>, #kiln_plan.launch<"kiln_softmax_c8", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [scratch 1, data 2]>], gpu_scratch = array<i64: 32, 0, 0, 0, 64, 4>}
+  kiln_plan.dispatch add(%a, %b, %b) attributes {gpu_launches = [#kiln_plan.launch<"kiln_binary_op0_c8_bc0_w4", grid [(8, 0, 1024) of 1, (0, 1, 1), (0, 1, 1)], args [data 0, scales 1, scratch 0, rows, cache_capacity, raw_data 1, raw_scales 1, rows_of 2]>, #kiln_plan.launch<"kiln_softmax_c8", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [scratch 1, data 2]>], gpu_scratch = array<i64: 32, 0, 0, 0, 64, 4>}
+  kiln_plan.return %b
+}

@@ -7,7 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/kiln/IR/KilnOps.h"
+#include "dialects/plan/IR/PlanOps.h"
+#include "passes/emit/GpuLaunch.h"
 #include "passes/emit/ProgramSpec.h"
+#include "passes/emit/WeightStreamer.h"
+#include "test/unit/ExpectStatus.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -31,16 +35,16 @@ std::string module(const std::string &body, const std::string &result) {
 
 struct Built {
   mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> m;
   Result<ProgramSpec> program = makeError(StatusCode::Internal, "not built");
-  explicit Built(const std::string &text) {
+  explicit Built(const std::string &text, const std::string &gpuTargets = "") {
     context.loadDialect<KilnDialect, mlir::func::FuncDialect>();
-    mlir::OwningOpRef<mlir::ModuleOp> m =
-        mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+    m = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
     if (!m) {
       program = makeError(StatusCode::InvalidArgument, "did not parse");
       return;
     }
-    program = buildPrograms(*m);
+    program = buildPrograms(*m, /*hostKernels=*/false, gpuTargets);
   }
 };
 
@@ -100,6 +104,64 @@ TEST(PlanBuilder, ErrorsNameTheOp) {
   EXPECT_NE(b.program.status().message().find("no CPU kernel lowers this op"),
             std::string::npos)
       << b.program.status().message();
+}
+
+// kiln-lower-gpu-launches records what the lowering functions return for
+// the weights' promised forms, and readGpuLaunches gives it back.
+TEST(GpuLaunches, ReadBackAsLowered) {
+  Built b(module(R"(
+    %t = kiln.weight "embed" : tensor<16x64xbf16>
+    %h = kiln.embedding %t[%ids] : tensor<16x64xbf16>, tensor<?xi32> -> tensor<?x64xf32>
+    %s = kiln.silu %h : tensor<?x64xf32>
+    %a = kiln.add %s, %h : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+    %r = kiln.all_reduce %a : tensor<?x64xf32>
+    return %r : tensor<?x64xf32>
+  )",
+                 "tensor<?x64xf32>"),
+          "cpu,gfx942");
+  ASSERT_OK(b.program);
+  auto read = readGpuLaunches(*b.m);
+  ASSERT_OK(read);
+  ASSERT_EQ(read->size(), b.program->plans.size());
+  std::vector<StoredForm> forms;
+  for (const WeightSpec &w : b.program->weights)
+    forms.push_back(storedForm(w));
+  size_t withLaunches = 0;
+  for (size_t p = 0; p < read->size(); ++p) {
+    const PlanSpec &plan = b.program->plans[p];
+    ASSERT_EQ((*read)[p].size(), plan.dispatches.size());
+    for (size_t d = 0; d < plan.dispatches.size(); ++d) {
+      std::optional<GpuDispatchLowering> direct =
+          lowerGpuDispatch({plan, plan.dispatches[d], *b.program, forms});
+      const std::optional<GpuDispatchLowering> &recorded = (*read)[p][d];
+      ASSERT_EQ(direct.has_value(), recorded.has_value()) << p << " " << d;
+      if (!direct)
+        continue;
+      ++withLaunches;
+      EXPECT_EQ(recorded->key(), direct->key());
+    }
+  }
+  // embedding, silu and add in both plans; all_reduce has no GPU kernel.
+  EXPECT_EQ(withLaunches, 6u);
+}
+
+TEST(GpuLaunches, ReadingNamesABadKernelSymbol) {
+  mlir::MLIRContext context;
+  context.loadDialect<plan::PlanDialect>();
+  auto m = mlir::parseSourceString<mlir::ModuleOp>(R"(
+    kiln_plan.plan @decode {
+      %a = kiln_plan.buffer tokens "t1" row [8] f32
+      %b = kiln_plan.buffer tokens "t2" row [8] f32
+      kiln_plan.dispatch silu(%a, %b) attributes {gpu_launches = [#kiln_plan.launch<"kiln_softmax_c0", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1]>]}
+      kiln_plan.return %b
+    }
+  )",
+                                                   &context);
+  ASSERT_TRUE(m);
+  EXPECT_ERROR_CONTAINS(readGpuLaunches(*m),
+                        "plan 'decode' dispatch 0 (silu): launch kernel "
+                        "'kiln_softmax_c0': softmax: parameter c must be "
+                        "positive, got 0");
 }
 
 } // namespace

@@ -303,11 +303,14 @@ TEST_F(WeightStreamerTest, GpuLayoutBesideOrInsteadOfTheCheckpointLayout) {
   const StreamedWeight &beside = (*streamed)[0], &instead = (*streamed)[1];
   EXPECT_EQ(beside.layout, fb::WeightLayout::Mxfp4);
   ASSERT_TRUE(beside.gpuData && beside.gpuScales);
-  EXPECT_TRUE(beside.gpuMxfp4());
+  EXPECT_TRUE(storedForm(beside).gpuMxfp4());
+  // As predicted from the specs alone (kiln-lower-gpu-launches' view).
+  EXPECT_EQ(storedForm(beside), storedForm(specs[0]));
+  EXPECT_EQ(storedForm(instead), storedForm(specs[1]));
   EXPECT_EQ(instead.layout, fb::WeightLayout::Mxfp4Gpu);
   EXPECT_FALSE(instead.gpuData || instead.gpuScales);
   ASSERT_TRUE(instead.scales);
-  EXPECT_TRUE(instead.gpuMxfp4());
+  EXPECT_TRUE(storedForm(instead).gpuMxfp4());
   EXPECT_EQ(read(instead.data), read(*beside.gpuData));
   EXPECT_EQ(read(*instead.scales), read(*beside.gpuScales));
   EXPECT_EQ(instead.source, beside.source + ", GPU layout only");

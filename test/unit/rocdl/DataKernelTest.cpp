@@ -684,7 +684,7 @@ TEST(DataKernel, Fp8GemmMatchesCpuMatmul) {
 struct LoweringCase {
   emit::PlanSpec plan;
   emit::ProgramSpec program;
-  std::vector<emit::StreamedWeight> weights;
+  std::vector<emit::StoredForm> weights;
   emit::DispatchSpec dispatch;
 
   uint32_t buffer(kiln::abi::RowsKind rows, std::vector<int64_t> shape,

@@ -369,18 +369,17 @@ struct MoeFixture {
   }
 };
 
-StreamedWeight stored(const TestWeight &w) {
-  StreamedWeight s;
+StoredForm stored(const TestWeight &w) {
+  StoredForm s;
   if (w.mx) {
     s.layout = fb::WeightLayout::Mxfp4;
     s.dtype = fb::DType::F4E2M1;
-    s.gpuData = fb::Extent();
-    s.gpuScales = fb::Extent();
+    s.scales = true;
+    s.gpuCopy = true;
   } else if (w.fp8) {
     s.layout = fb::WeightLayout::Fp8Block128;
     s.dtype = fb::DType::F8E4M3;
-    if (w.storedScales)
-      s.scales = fb::Extent();
+    s.scales = w.storedScales;
   } else {
     s.layout = fb::WeightLayout::Dense;
     s.dtype =
@@ -402,7 +401,7 @@ std::string runGpu(MoeFixture &f, std::vector<float> &out,
                    GpuDispatchLowering *loweringOut = nullptr) {
   const Case &c = f.cs;
   ProgramSpec program;
-  std::vector<StreamedWeight> weights;
+  std::vector<StoredForm> weights;
   std::vector<TestWeight *> byIndex = {&f.router, nullptr, &f.gate, &f.up,
                                        &f.down};
   if (c.shared)
@@ -412,7 +411,7 @@ std::string runGpu(MoeFixture &f, std::vector<float> &out,
       WeightSpec b;
       b.shape = {c.experts};
       program.weights.push_back(b);
-      StreamedWeight s;
+      StoredForm s;
       s.dtype = fb::DType::F32;
       weights.push_back(s);
       continue;
