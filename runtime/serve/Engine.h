@@ -89,7 +89,8 @@ int64_t kvBytesFor(const engine::Model &model, int64_t sequences,
                    int64_t tokens, int64_t pageRows);
 
 /// Drafts per round for `requested` (--spec): < 0 takes the artifact's
-/// default (0 without a draft plan); > 0 needs a draft plan.
+/// default when the plans run on a device (Model::device), none on the CPU
+/// (0 without a draft plan); > 0 needs a draft plan.
 Result<int> specDrafts(const engine::Model &model, int64_t requested);
 
 class Engine {

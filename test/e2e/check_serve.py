@@ -88,7 +88,9 @@ check("health 503 while loading, then a clear load error",
       h[0] == 503 and h[1]["status"] == "loading" and c[0] == 503 and
       loading.returncode == 1 and "loading.kiln" in log_text, (h, c, log_text))
 
-proc, port = start("--log-interval", "1")
+# Speculative decoding on (off by default on the CPU): greedy answers must
+# still equal kiln-run's, which does not speculate.
+proc, port = start("--log-interval", "1", "--spec", "3")
 greedy = {"max_tokens": 32, "temperature": 0, "ignore_eos": True}
 
 # Golden prompts: alone, then 16 at once.
@@ -211,6 +213,10 @@ check("metrics: histograms and finish reasons",
       metric(port, "inter_token_latency_seconds_count") > 0 and
       'kiln:request_success_total{model_name="m",finished_reason="length"}'
       in page and 'le="+Inf"' in page, page[:400])
+check("metrics: the server speculated (--spec 3)",
+      metric(port, "spec_decode_num_drafts_total") > 0 and
+      metric(port, "spec_decode_num_draft_tokens_total") ==
+      3 * metric(port, "spec_decode_num_drafts_total"), page[:400])
 
 
 

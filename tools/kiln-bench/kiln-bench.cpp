@@ -58,7 +58,7 @@ double now() {
 
 struct Options {
   std::string model;
-  std::vector<int> threads{1};
+  std::vector<int> threads; // empty: cpu::availableCpus()
   std::vector<int64_t> batches{1};
   int64_t promptTokens = 128;
   int64_t decodeTokens = 32;
@@ -80,7 +80,8 @@ const char *const kHelp = R"(usage: kiln-bench MODEL.kiln [options]
 
 Prefill and decode speed of a Kiln artifact on this machine.
 
-  --threads N,...       kernel threads, each measured in turn (default 1)
+  --threads N,...       kernel threads, each measured in turn (default:
+                        the CPUs this process may run on, as kiln-run)
   --batch B,...         decode batch sizes (default 1)
   --prompt-tokens P     prefill length, and the context decode starts at
                         (default 128)
@@ -499,6 +500,8 @@ int fail(const Status &s) {
 
 int main(int argc, char **argv) {
   Options o = parse(argc, argv);
+  if (o.threads.empty()) // what kiln-run and kiln-serve use by default
+    o.threads = {std::clamp(cpu::availableCpus(), 1, 256)};
   // Expert-parallel artifacts run under mpirun (docs/parallel.md); rank 0
   // alone prints and writes results.
   auto madeComm = comm::makeCommunicator(comm::CommKind::Auto);

@@ -69,8 +69,9 @@ Generation:
   --dump-logits PATH.npy    write the float32 logits [V] of the last prompt
                             position
   --spec K                  speculative decoding with the MTP head: K
-                            drafts per round (default: the artifact's;
-                            0: off)
+                            drafts per round (default: off on the CPU,
+                            where it does not pay; the artifact's with
+                            --device hip; 0: off)
 Offline batch:
   --batch-file FILE         one JSON request per line: prompt or prompt_ids,
                             id, max_tokens, temperature, top_p, top_k, seed,
@@ -142,7 +143,7 @@ struct Options {
   bool ignoreEos = false;
   int64_t maxPromptTokens = kDefaultMaxPromptTokens;
   int64_t prefillChunk = kDefaultPrefillChunk;
-  int64_t spec = -1; // -1: the artifact's default_spec_k
+  int64_t spec = -1; // -1: serve::specDrafts' default
   bool verify = true;
   std::string device = "cpu";
   int64_t gpuSlots = 4;

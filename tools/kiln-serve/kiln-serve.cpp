@@ -64,8 +64,8 @@ const char *kUsage =
   --idle-timeout S          close a connection that sends no whole request
                             for S seconds (default 120)
   --threads N               kernel threads (default: the CPUs allowed)
-  --spec K                  MTP drafts per round (default: the artifact's;
-                            0: off)
+  --spec K                  MTP drafts per round (default: 0 on the CPU,
+                            where drafts do not pay, docs/cpu.md)
   --mxfp4-activations f32|int8
                             MXFP4 matmuls: exact FP32 activations (default)
                             or int8 per 32-value block (docs/cpu.md)
