@@ -268,9 +268,15 @@ struct EstimateCostPass
     Row total;
     double launchS = 0;
     std::array<double, cost::kUnits> unitFlops = {};
+    int launches = 0;
     for (auto d : planOp.getBody().front().getOps<DispatchOp>()) {
       cost::Work w = est.work(d);
       cost::Time t = cost::predict(c, w);
+      // One launch each unless kiln-lower-gpu-launches said how many.
+      const int n = d.getGpuLaunchesAttr() ? int(d.getGpuLaunchesAttr().size())
+                                           : 1;
+      t.launchS *= n;
+      launches += n;
       double flops = 0;
       for (int u = 0; u < cost::kUnits; ++u) {
         flops += w.flops[u];
@@ -310,9 +316,10 @@ struct EstimateCostPass
     const double floorS = total.bytes / c.hbmBytesPerS;
     os << llvm::format(
         "step: %d dispatches, %.2f MB, predicted %.1f us (%.1f us of it "
-        "launches), %.1f tok/s; bandwidth floor %.1f us (%.1f%% of the "
+        "%d launches), %.1f tok/s; bandwidth floor %.1f us (%.1f%% of the "
         "step)\n",
         total.count, total.bytes / 1e6, total.seconds * 1e6, launchS * 1e6,
+        launches,
         double(batch) / total.seconds, floorS * 1e6,
         100 * floorS / total.seconds);
     std::stable_sort(
