@@ -273,8 +273,8 @@ struct EstimateCostPass
       cost::Work w = est.work(d);
       cost::Time t = cost::predict(c, w);
       // One launch each unless kiln-lower-gpu-launches said how many.
-      const int n = d.getGpuLaunchesAttr() ? int(d.getGpuLaunchesAttr().size())
-                                           : 1;
+      const int n =
+          d.getGpuLaunchesAttr() ? int(d.getGpuLaunchesAttr().size()) : 1;
       t.launchS *= n;
       launches += n;
       double flops = 0;
@@ -319,8 +319,7 @@ struct EstimateCostPass
         "%d launches), %.1f tok/s; bandwidth floor %.1f us (%.1f%% of the "
         "step)\n",
         total.count, total.bytes / 1e6, total.seconds * 1e6, launchS * 1e6,
-        launches,
-        double(batch) / total.seconds, floorS * 1e6,
+        launches, double(batch) / total.seconds, floorS * 1e6,
         100 * floorS / total.seconds);
     std::stable_sort(
         slow.begin(), slow.end(),
