@@ -51,13 +51,15 @@ struct GenerateGpuKernelsPass
     std::vector<rocdl::KernelSpec> specs;
     std::set<std::string> seen;
     for (const auto &plan : *launches)
-      for (const std::optional<GpuDispatchLowering> &d : plan)
-        for (const GpuLaunchSpec &l :
-             d ? d->launches : std::vector<GpuLaunchSpec>{}) {
+      for (const std::optional<GpuDispatchLowering> &d : plan) {
+        if (!d)
+          continue;
+        for (const GpuLaunchSpec &l : d->launches) {
           rocdl::KernelSpec spec = specForChip(l.spec, *target);
           if (seen.insert(spec.symbol()).second)
             specs.push_back(spec);
         }
+      }
     if (auto old =
             module.lookupSymbol<gpu::GPUModuleOp>(rocdl::kKernelModuleName))
       old->erase();
