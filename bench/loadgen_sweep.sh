@@ -11,7 +11,7 @@
 # comma list for --sweep-rates (default: kiln-loadgen's doubling series from
 # 0.5 req/s, stopping after the first rate over the SLO).
 # Environment: THREADS (kiln-serve --threads, default nproc), SPEC (kiln-serve
-# --spec, default the artifact's), NUM_GROUPS and PER_GROUP (default 4 and 8),
+# --spec, default kiln-serve's: off on the CPU), NUM_GROUPS and PER_GROUP (default 4 and 8),
 # SLO (p95 TTFT bound in s, default 5), BIN (default build/bin).
 set -euo pipefail
 model=$1

@@ -261,7 +261,9 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
             pass
 
 
-server, port = start_server(serve, artifact, work)
+# Speculation on (the CPU default is off) so that /metrics has an accept
+# length.
+server, port = start_server(serve, artifact, work, "--spec", "3")
 try:
     kiln_checks(port)
 finally:
