@@ -236,6 +236,8 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   std::map<std::pair<abi::Kernel, std::string>, uint32_t> kernelIndex;
   std::map<std::string, GpuDispatchLowering> lowerings;
   std::vector<std::vector<std::string>> keys;
+  // Plans with a dispatch no GPU kernel covers, and those kernels.
+  std::set<std::string> hostOnlyPlans, hostOnlyKernels;
   for (size_t pi = 0; pi < program.plans.size(); ++pi) {
     const PlanSpec &p = program.plans[pi];
     keys.emplace_back();
@@ -252,7 +254,26 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
                          di, " has no GPU launches");
       kernelIndex.emplace(std::make_pair(d.kernel, key), 0);
       keys.back().push_back(key);
+      if (key.empty() && !chips.empty()) {
+        hostOnlyPlans.insert(p.name);
+        hostOnlyKernels.insert(
+            std::string(abi::kKernelNames[size_t(d.kernel)]));
+      }
     }
+  }
+  // The plans a GPU cannot run: kiln-run --device=hip would refuse them.
+  if (!hostOnlyPlans.empty()) {
+    auto join = [](const std::set<std::string> &names) {
+      std::string out;
+      for (const std::string &n : names)
+        out += (out.empty() ? "" : ", ") + n;
+      return out;
+    };
+    std::fprintf(stderr,
+                 "kiln-compile: note: %s: plans %s run only on the CPU: no GPU "
+                 "kernel covers their %s dispatches\n",
+                 options.outputPath.c_str(), join(hostOnlyPlans).c_str(),
+                 join(hostOnlyKernels).c_str());
   }
   // GPU code objects, one per target.
   std::vector<GpuCodeObject> gpuObjects;
