@@ -273,8 +273,8 @@ struct EstimateCostPass
       cost::Work w = est.work(d);
       cost::Time t = cost::predict(c, w);
       // One launch each unless kiln-lower-gpu-launches said how many.
-      const int n =
-          d.getGpuLaunchesAttr() ? int(d.getGpuLaunchesAttr().size()) : 1;
+      ArrayAttr gpu = d.getGpuLaunchesAttr();
+      const int n = gpu ? int(gpu.size()) : 1;
       t.launchS *= n;
       launches += n;
       double flops = 0;

@@ -70,6 +70,11 @@ struct LowerGpuLaunchesPass
       module.emitError() << chips.status().message();
       return signalPassFailure();
     }
+    if (chips->empty()) {
+      module.emitError() << "targets '" << targets
+                         << "' name no GPU: nothing to lower";
+      return signalPassFailure();
+    }
     const bool cpu = targetsIncludeCpu(targets);
     Result<ProgramSpec> program = readPrograms(module);
     if (!program.isOk()) {

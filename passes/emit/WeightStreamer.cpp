@@ -280,9 +280,7 @@ std::vector<int64_t> matrixShape(const WeightSpec &spec) {
 Result<StreamedWeight> Streamer::dense(const WeightSpec &spec) {
   StreamedWeight out;
   out.layout = fb::WeightLayout::Dense;
-  out.dtype = spec.dtype == ElemType::F32    ? fb::DType::F32
-              : spec.dtype == ElemType::BF16 ? fb::DType::BF16
-                                             : fb::DType::F16;
+  out.dtype = storedForm(spec).dtype;
   std::vector<int64_t> shape = matrixShape(spec);
   int64_t count = std::max<int64_t>(spec.experts, 1);
   const bool panels = spec.panels && out.dtype == fb::DType::BF16 &&

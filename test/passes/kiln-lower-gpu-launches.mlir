@@ -5,6 +5,7 @@
 // dispatch.
 // RUN: not kiln-opt %s -kiln-lower-gpu-launches='targets=gfx950' 2>&1 | FileCheck %s --check-prefix=NOCPU
 // RUN: not kiln-opt %s -kiln-lower-gpu-launches='targets=cpu,gfx1100' 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not kiln-opt %s -kiln-lower-gpu-launches='targets=cpu' 2>&1 | FileCheck %s --check-prefix=NOGPU
 
 kiln_plan.weight @w0 dense "embed" bf16 shape [16, 64]
 kiln_plan.weight @w1 dense "norm" f32 shape [64]
@@ -38,3 +39,4 @@ kiln_plan.plan @decode {
   kiln_plan.return %a
 }
 // TARGET: error: target 'gfx1100': expected cpu, gfx950 or gfx942
+// NOGPU: error: targets 'cpu' name no GPU: nothing to lower

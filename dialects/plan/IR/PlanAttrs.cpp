@@ -25,14 +25,6 @@ void PlanDialect::registerAttributes() {
       >();
 }
 
-namespace {
-
-bool takesIndex(GpuArgPart part) {
-  return part != GpuArgPart::rows && part != GpuArgPart::cache_capacity;
-}
-
-} // namespace
-
 Attribute GpuLaunchAttr::parse(AsmParser &parser, Type) {
   std::string kernel;
   SmallVector<int64_t> grid, args;
@@ -106,16 +98,22 @@ GpuLaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     const int64_t *a = &grid[kAxisFields * axis];
     if (a[0] < 0 || a[1] < 0 || a[2] < 1 || a[3] < -1)
       return emitError() << "launch grid axis " << axis
-                         << ": mul and add >= 0, div >= 1, got (" << a[0]
-                         << ", " << a[1] << ", " << a[2] << ")";
+                         << ": mul and add >= 0, div >= 1 and `of` >= 0, got ("
+                         << a[0] << ", " << a[1] << ", " << a[2] << ")"
+                         << (a[3] == -1 ? "" : " of " + std::to_string(a[3]));
   }
   if (args.size() % kArgFields != 0)
     return emitError() << "launch args hold (part, index) pairs";
   for (size_t i = 0; i < args.size(); i += kArgFields) {
     std::optional<GpuArgPart> part = symbolizeGpuArgPart(int32_t(args[i]));
-    if (!part || args[i + 1] < 0 || (!takesIndex(*part) && args[i + 1] != 0))
-      return emitError() << "launch argument " << i / kArgFields << ": no part "
-                         << args[i] << " with index " << args[i + 1];
+    if (!part)
+      return emitError() << "launch argument " << i / kArgFields
+                         << ": no GPU argument part " << args[i];
+    if (args[i + 1] < 0 || (!takesIndex(*part) && args[i + 1] != 0))
+      return emitError() << "launch argument " << i / kArgFields << ": "
+                         << stringifyGpuArgPart(*part) << " takes "
+                         << (takesIndex(*part) ? "an index >= 0" : "no index")
+                         << ", got " << args[i + 1];
   }
   return success();
 }

@@ -296,12 +296,11 @@ LogicalResult DispatchOp::verifyGpuLaunches() {
     }
     for (size_t j = 0; j < launch.getNumArgs(); ++j) {
       GpuArgPart part = launch.getArgPart(j);
+      if (!GpuLaunchAttr::takesIndex(part))
+        continue;
       int64_t index = launch.getArgIndex(j);
       int64_t limit =
-          part == GpuArgPart::scratch ? int64_t(scratch.size() / 3)
-          : part == GpuArgPart::rows || part == GpuArgPart::cache_capacity
-              ? 1
-              : args;
+          part == GpuArgPart::scratch ? int64_t(scratch.size() / 3) : args;
       if (index >= limit)
         return fail() << "argument " << j << " (" << stringifyGpuArgPart(part)
                       << " " << index << ") is out of range: the dispatch has "

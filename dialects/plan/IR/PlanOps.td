@@ -143,6 +143,10 @@ def Plan_GpuLaunchAttr : Plan_Attr<"GpuLaunch", "launch"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     static constexpr size_t kAxisFields = 4, kArgFields = 2;
+    /// Every part but `rows` and `cache_capacity` names an index.
+    static bool takesIndex(GpuArgPart part) {
+      return part != GpuArgPart::rows && part != GpuArgPart::cache_capacity;
+    }
     size_t getNumArgs() const { return getArgs().size() / kArgFields; }
     GpuArgPart getArgPart(size_t i) const {
       return static_cast<GpuArgPart>(getArgs()[kArgFields * i]);

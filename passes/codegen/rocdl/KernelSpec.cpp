@@ -32,12 +32,8 @@ kiln::rocdl::kernelKindFromName(std::string_view name) {
   return std::nullopt;
 }
 
-static bool isGemm(KernelKind kind) {
-  return kind == KernelKind::MxGemm || kind == KernelKind::Bf16Gemm;
-}
-
 void KernelSpec::chooseTiling() {
-  if (!isGemm(kind))
+  if (isGenericKind(kind)) // not a GEMM
     return;
   // One wave per workgroup. Two M tiles share each weight load once there
   // are rows for them (prefill); decode keeps one so that no MFMA runs on
@@ -246,7 +242,7 @@ int64_t KernelSpec::blockSize() const {
 }
 
 std::array<int64_t, 3> KernelSpec::grid(int64_t rows) const {
-  if (isGemm(kind))
+  if (!isGenericKind(kind)) // the GEMMs
     return {tiling.gridX(n), tiling.gridY(rows), 1};
   return {rows, 1, 1};
 }

@@ -237,7 +237,7 @@ kiln_plan.weight @w1 dense "norm" f32 shape [8]
 kiln_plan.plan @decode {
   %a = kiln_plan.buffer tokens "t1" row [8] f32
   %b = kiln_plan.buffer tokens "t2" row [8] f32
-  // expected-error @below {{launch grid axis 1: mul and add >= 0, div >= 1, got (0, 1, 0)}}
+  // expected-error @below {{launch grid axis 1: mul and add >= 0, div >= 1 and `of` >= 0, got (0, 1, 0)}}
   kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 0), (0, 1, 1)], args [data 0, data 1, data 2]>]}
   kiln_plan.return %b
 }
@@ -339,5 +339,27 @@ kiln_plan.plan @decode {
   %b = kiln_plan.buffer tokens "t2" row [8] f32
   // expected-error @below {{gpu_launches is empty}}
   kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = []}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch grid axis 0: mul and add >= 0, div >= 1 and `of` >= 0, got (1, 0, 1) of -2}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1) of -2, (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
+  kiln_plan.return %b
+}
+
+// -----
+
+kiln_plan.weight @w1 dense "norm" f32 shape [8]
+kiln_plan.plan @decode {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer tokens "t2" row [8] f32
+  // expected-error @below {{launch argument 1: data takes an index >= 0, got -1}}
+  kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c8_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data -1, data 2]>]}
   kiln_plan.return %b
 }

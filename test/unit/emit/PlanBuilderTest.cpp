@@ -145,6 +145,33 @@ TEST(GpuLaunches, ReadBackAsLowered) {
   EXPECT_EQ(withLaunches, 6u);
 }
 
+// Launches built in C++ rather than parsed: the rules the parser cannot
+// break (whole (part, index) pairs, known parts) are the verifier's.
+TEST(GpuLaunches, BuiltAttributesAreVerified) {
+  mlir::MLIRContext context;
+  context.loadDialect<plan::PlanDialect>();
+  std::string message;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
+    message = d.str();
+    return mlir::success();
+  });
+  auto build = [&](std::vector<int64_t> args) {
+    message.clear();
+    std::vector<int64_t> grid = {1, 0, 1, -1, 0, 1, 1, -1, 0, 1, 1, -1};
+    return plan::GpuLaunchAttr::getChecked(
+        [&] { return mlir::emitError(mlir::UnknownLoc::get(&context)); },
+        &context, llvm::StringRef("kiln_softmax_c8"),
+        llvm::ArrayRef<int64_t>(grid), llvm::ArrayRef<int64_t>(args));
+  };
+  EXPECT_TRUE(build({0, 0, 0, 1}));
+  EXPECT_FALSE(build({0, 0, 0}));
+  EXPECT_EQ(message, "launch args hold (part, index) pairs");
+  EXPECT_FALSE(build({0, 0, 9, 1}));
+  EXPECT_EQ(message, "launch argument 1: no GPU argument part 9");
+  EXPECT_FALSE(build({3, 2}));
+  EXPECT_EQ(message, "launch argument 0: rows takes no index, got 2");
+}
+
 TEST(GpuLaunches, ReadingNamesABadKernelSymbol) {
   mlir::MLIRContext context;
   context.loadDialect<plan::PlanDialect>();
