@@ -2,9 +2,11 @@
 """Checks kiln-bench --json output: usage: check_bench_json.py FILE THREADS BATCHES [MXFP4_MODE]
 
 Every (threads, batch) pair has a decode row with positive speed and weight bytes per token, batch B's
-bytes per token below batch 1's (weights are read once per step, shared by the batch), a floor fraction
-in (0, 1.5] when the bandwidth was measured, and the CPU block names the kernel path and the MXFP4
-activation mode (MXFP4_MODE, default f32). Prints 'ok'.
+bytes per token below batch 1's (weights are read once per step, shared by the batch), a positive floor
+fraction equal to the row's weight GB/s over its measured read GB/s, and the CPU block names the kernel
+path and the MXFP4 activation mode (MXFP4_MODE, default f32). Prints 'ok'. The fraction itself has no
+upper bound here: the fixture's weights stay in the caches, so it can pass 1, and more so when a
+concurrent test slows the bandwidth probe (1.54 was seen under lit's two workers).
 """
 import json
 import sys
@@ -27,8 +29,11 @@ for t in threads:
             continue
         if not (r["tok_per_s"] > 0 and r["weight_bytes_per_token"] > 0):
             errors.append(f"threads {t} batch {b}: {r}")
-        if not (r["floor_fraction"] is not None and 0 < r["floor_fraction"] <= 1.5):
-            errors.append(f"threads {t} batch {b}: floor_fraction {r['floor_fraction']}")
+        f = r["floor_fraction"]
+        if not (f is not None and f > 0 and r["read_gb_per_s"] > 0 and
+                abs(f - r["weight_gb_per_s"] / r["read_gb_per_s"]) <= 1e-9 * f):
+            errors.append(f"threads {t} batch {b}: floor_fraction {f}, weight "
+                          f"{r['weight_gb_per_s']} GB/s, read {r['read_gb_per_s']} GB/s")
     if 1 in decode and len(batches) > 1:
         for b in batches[1:]:
             if b in decode and not decode[b]["weight_bytes_per_token"] < decode[1]["weight_bytes_per_token"]:
