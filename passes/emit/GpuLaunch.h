@@ -60,6 +60,14 @@ inline GpuArgRef argRows() { return {GpuArgRef::Part::Rows, 0}; }
 inline GpuArgRef argCacheCapacity() {
   return {GpuArgRef::Part::CacheCapacity, 0};
 }
+/// The paged addressing every cache kernel ends its arguments with
+/// (passes/codegen/rocdl/AttentionKernels.cpp): capacity, page table, page
+/// rows.
+inline void appendPaging(std::vector<GpuArgRef> &args) {
+  args.push_back(argCacheCapacity());
+  args.push_back({GpuArgRef::Part::PageTable, 0});
+  args.push_back({GpuArgRef::Part::PageRows, 0});
+}
 inline GpuArgRef argRawData(uint32_t i) {
   return {GpuArgRef::Part::RawData, i};
 }

@@ -31,7 +31,8 @@ std::optional<GpuDispatchLowering> lowerKvAppend(const GpuDispatchContext &c) {
   GpuLaunchSpec l;
   l.spec = makeSpec(kp);
   l.grid[0] = gridPerRow();
-  l.args = {argData(0), argData(1), argData(2), argData(3), argCacheCapacity()};
+  l.args = {argData(0), argData(1), argData(2), argData(3)};
+  appendPaging(l.args);
   GpuDispatchLowering lowering;
   lowering.launches.push_back(std::move(l));
   return lowering;
@@ -68,8 +69,9 @@ std::optional<GpuDispatchLowering> lowerGqa(const GpuDispatchContext &c) {
   GpuLaunchSpec l;
   l.spec = makeSpec(gp);
   l.grid = {gridPerRow(), gridFixed(qh), gridFixed(1)};
-  l.args = {argData(0), argData(1), argData(2),        argData(3),
-            argData(4), argData(5), argCacheCapacity()};
+  l.args = {argData(0), argData(1), argData(2),
+            argData(3), argData(4), argData(5)};
+  appendPaging(l.args);
   GpuDispatchLowering lowering;
   lowering.launches.push_back(std::move(l));
   return lowering;
@@ -154,7 +156,7 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   if (k)
     attend.args.push_back(argData(6));
   attend.args.push_back(argScratch(1));
-  attend.args.push_back(argCacheCapacity());
+  appendPaging(attend.args);
 
   MlaAttentionParams expandParams = shape;
   expandParams.s = 2;
@@ -207,8 +209,9 @@ std::optional<GpuDispatchLowering> lowerIndexer(const GpuDispatchContext &c) {
   scoreParams.waves = 4;
   score.spec = makeSpec(scoreParams);
   score.grid = {gridPerRow(), gridFixed(sp), gridFixed(1)};
-  score.args = {argData(0), argData(1),    argData(2),        argData(3),
-                argData(4), argScratch(0), argCacheCapacity()};
+  score.args = {argData(0), argData(1), argData(2),
+                argData(3), argData(4), argScratch(0)};
+  appendPaging(score.args);
 
   GpuLaunchSpec select;
   IndexerTopKParams selectParams;

@@ -37,8 +37,10 @@ KILN_SAME_PART(cache_capacity, CacheCapacity)
 KILN_SAME_PART(raw_data, RawData)
 KILN_SAME_PART(raw_scales, RawScales)
 KILN_SAME_PART(rows_of, RowsOf)
+KILN_SAME_PART(page_table, PageTable)
+KILN_SAME_PART(page_rows, PageRows)
 #undef KILN_SAME_PART
-static_assert(int(fb::GpuArgPart::MAX) == int(plan::GpuArgPart::rows_of));
+static_assert(int(fb::GpuArgPart::MAX) == int(plan::GpuArgPart::page_rows));
 
 /// The chip the symbols in IR leave out; any chip parses the same spec.
 constexpr std::string_view kSymbolChip = "_gfx950";

@@ -269,16 +269,13 @@ Status Model::attachDevice(std::unique_ptr<PlanDevice> device) {
 }
 
 Status Model::usePool(int64_t pages, int64_t pageRows) {
-  if (device_)
-    return makeError(StatusCode::FailedPrecondition,
-                     "the page pool runs on the CPU caches; this model's "
-                     "plans run on ",
-                     device_->name());
   for (size_t i = 0; i < sequenceUsed_.size(); ++i)
     if (sequenceLength(int32_t(i)) > 0 ||
         sequenceLength(int32_t(i), kDraftCaches) > 0)
       return makeError(StatusCode::FailedPrecondition, "usePool: sequence ", i,
                        " already holds rows");
+  if (device_)
+    return device_->usePool(pages, pageRows);
   for (auto &cache : caches_) {
     auto pooled = std::make_unique<cpu::PagedKvCache>(cache->width(),
                                                       cache->elem(), pageRows);
@@ -291,6 +288,8 @@ Status Model::usePool(int64_t pages, int64_t pageRows) {
 
 Status Model::setPageTable(int32_t seq, const int32_t *pages, int64_t count,
                            int64_t mainRows, int64_t draftRows) {
+  if (device_)
+    return device_->setPageTable(seq, pages, count, mainRows, draftRows);
   for (size_t i = 0; i < caches_.size(); ++i)
     KILN_RETURN_IF_ERROR(caches_[i]->setTable(
         seq, pages, count,

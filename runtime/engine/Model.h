@@ -172,8 +172,8 @@ public:
   // --- The serving engine's page pool (runtime/serve/) ----------------
 
   /// Rebuilds every cache in pooled mode: `pages` pages of `pageRows` rows
-  /// each, page id i at the same place in every cache. CPU caches only, and
-  /// only while no sequence holds rows.
+  /// each, page id i at the same place in every cache (on the attached
+  /// device, if any), only while no sequence holds rows.
   Status usePool(int64_t pages, int64_t pageRows);
   /// Pooled mode: sequence `seq` gets pages[0, count) in every cache, with
   /// `mainRows` rows in the main caches and `draftRows` in the draft ones.

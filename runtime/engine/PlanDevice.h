@@ -32,6 +32,17 @@ public:
   virtual int64_t cacheRows(size_t cache, int32_t seq) const = 0;
   /// Rolls cache `cache` of `seq` back to `length` rows.
   virtual void truncate(size_t cache, int32_t seq, int64_t length) = 0;
+  /// The serving engine's page pool (Model::usePool): rebuilds every cache
+  /// as `pages` pages of `pageRows` rows, page id i at the same place in
+  /// every cache. Only while no sequence holds rows.
+  virtual Status usePool(int64_t pages, int64_t pageRows) = 0;
+  /// Pooled mode (Model::setPageTable): sequence `seq` holds pages[0,
+  /// count) in every cache, `mainRows` rows in the main caches and
+  /// `draftRows` in the draft ones.
+  virtual Status setPageTable(int32_t seq, const int32_t *pages, int64_t count,
+                              int64_t mainRows, int64_t draftRows) = 0;
+  /// Bytes of device memory free for the page pool (0: unknown).
+  virtual int64_t freeMemory() const { return 0; }
 };
 
 } // namespace kiln::engine

@@ -54,6 +54,7 @@ inline void *const HIP_LAUNCH_PARAM_END = reinterpret_cast<void *>(0x03);
      void **extra))                                                            \
   X(hipMalloc, hipError_t, (void **ptr, size_t size))                          \
   X(hipFree, hipError_t, (void *ptr))                                          \
+  X(hipMemGetInfo, hipError_t, (size_t *free, size_t *total))                  \
   X(hipMemcpy, hipError_t,                                                     \
     (void *dst, const void *src, size_t size, hipMemcpyKind kind))             \
   X(hipStreamCreate, hipError_t, (hipStream_t * stream))                       \

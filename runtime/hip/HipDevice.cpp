@@ -101,6 +101,13 @@ Result<void *> HipDevice::allocate(size_t bytes) {
   return p;
 }
 
+int64_t HipDevice::freeMemory() const {
+  size_t free = 0, total = 0;
+  if (symbols_->hipMemGetInfo(&free, &total) != hipSuccess)
+    return 0;
+  return int64_t(free);
+}
+
 Status HipDevice::release(void *pointer) {
   KILN_HIP_RETURN_IF_ERROR(*symbols_, hipFree(pointer));
   return Status::ok();

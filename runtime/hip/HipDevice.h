@@ -68,6 +68,8 @@ public:
 
   Result<void *> allocate(size_t bytes);
   Status release(void *pointer);
+  /// Bytes of device memory free now (0 when the runtime cannot say).
+  int64_t freeMemory() const;
   Status copyToDevice(void *device, const void *host, size_t bytes);
   Status copyToHost(void *host, const void *device, size_t bytes);
 

@@ -18,7 +18,8 @@ using Part = fb::GpuArgPart;
 constexpr Part kData = Part::Data, kScales = Part::Scales,
                kScratch = Part::Scratch, kRows = Part::Rows,
                kCapacity = Part::CacheCapacity, kRawData = Part::RawData,
-               kRawScales = Part::RawScales, kRowsOf = Part::RowsOf;
+               kRawScales = Part::RawScales, kRowsOf = Part::RowsOf,
+               kPageTable = Part::PageTable, kPageRows = Part::PageRows;
 
 bool isGpuTarget(const fb::CodeObject &o) {
   return o.target()->string_view() != "x86_64";
@@ -101,22 +102,112 @@ Status HipPlanDevice::prepare(const HipPlanOptions &options) {
     return makeError(StatusCode::InvalidArgument, "HIP device: ", slots_,
                      " slots of ", capacity_,
                      " positions, expected 1 to 4096 slots of 1 to 2^24");
+  if (options.pageRows < 1 || options.pageRows > (1 << 16))
+    return makeError(StatusCode::InvalidArgument, "HIP device: pages of ",
+                     options.pageRows, " rows, expected 1 to 65536");
+  pageRows_ = std::min(options.pageRows, capacity_);
+  capacity_ = (capacity_ + pageRows_ - 1) / pageRows_ * pageRows_;
   slotSeq_.assign(size_t(slots_), -1);
   if (const auto *caches = meta.caches())
-    for (const fb::Cache *c : *caches) {
-      size_t elem = c->dtype() == fb::DType::BF16 ? 2 : 4;
-      KILN_ASSIGN_OR_RETURN(void *p,
-                            allocate(size_t(slots_) * size_t(capacity_) *
-                                     size_t(c->width()) * elem));
-      caches_.push_back(p);
-      lengths_.emplace_back(size_t(slots_), 0);
-    }
+    lengths_.assign(caches->size(), std::vector<int64_t>(size_t(slots_), 0));
   for (uint32_t i = 0; i < meta.plans()->size(); ++i) {
     std::string name = meta.plans()->Get(i)->name()->str();
     KILN_RETURN_IF_ERROR(loadPlan(i, plans_[name]));
   }
   return Status::ok();
 }
+
+Status HipPlanDevice::release(void *p) {
+  if (!p)
+    return Status::ok();
+  auto it = std::find(allocations_.begin(), allocations_.end(), p);
+  if (it != allocations_.end())
+    allocations_.erase(it);
+  return device_->release(p);
+}
+
+Status HipPlanDevice::allocateCaches(int64_t pages) {
+  const fb::Artifact &meta = *model_.artifact().meta();
+  for (void *p : caches_)
+    KILN_RETURN_IF_ERROR(release(p));
+  caches_.clear();
+  KILN_RETURN_IF_ERROR(release(deviceTable_));
+  deviceTable_ = nullptr;
+  if (const auto *caches = meta.caches())
+    for (const fb::Cache *c : *caches) {
+      size_t elem = c->dtype() == fb::DType::BF16 ? 2 : 4;
+      __int128 bytes = __int128(pages) * pageRows_ * c->width() * elem;
+      if (bytes > (__int128(1) << 46))
+        return makeError(StatusCode::ResourceExhausted, "HIP device: cache '",
+                         c->name()->str(), "' of ", pages, " pages of ",
+                         pageRows_, " rows would need more than 64 TiB");
+      KILN_ASSIGN_OR_RETURN(void *p, allocate(size_t(bytes)));
+      caches_.push_back(p);
+    }
+  pages_ = pages;
+  table_.assign(size_t(slots_ * (capacity_ / pageRows_)), 0);
+  KILN_ASSIGN_OR_RETURN(deviceTable_, allocate(table_.size() * 4));
+  tableChanged_ = true;
+  return Status::ok();
+}
+
+Status HipPlanDevice::usePool(int64_t pages, int64_t pageRows) {
+  for (const auto &l : lengths_)
+    for (size_t slot = 0; slot < l.size(); ++slot)
+      if (l[slot] > 0)
+        return makeError(StatusCode::FailedPrecondition, name(),
+                         ": usePool: sequence ", slotSeq_[slot],
+                         " already holds rows");
+  if (pages < 1 || pageRows < 1 || pageRows > (1 << 16) ||
+      pages > (int64_t(1) << 31) / pageRows)
+    return makeError(StatusCode::InvalidArgument, name(), ": a pool of ", pages,
+                     " pages of ", pageRows,
+                     " rows, expected pages x rows below 2^31");
+  pageRows_ = pageRows;
+  capacity_ = (capacity_ + pageRows_ - 1) / pageRows_ * pageRows_;
+  pooled_ = true;
+  return allocateCaches(pages);
+}
+
+Status HipPlanDevice::setPageTable(int32_t seq, const int32_t *pages,
+                                   int64_t count, int64_t mainRows,
+                                   int64_t draftRows) {
+  if (!pooled_)
+    return makeError(StatusCode::FailedPrecondition, name(),
+                     ": setPageTable before usePool");
+  int64_t perSlot = capacity_ / pageRows_;
+  if (count < 0 || count > perSlot)
+    return makeError(StatusCode::ResourceExhausted, name(), ": sequence ", seq,
+                     " needs ", count, " pages of ", pageRows_,
+                     " rows, and the device's page table holds ", perSlot, " (",
+                     capacity_, " positions per sequence)");
+  for (int64_t i = 0; i < count; ++i)
+    if (pages[i] < 0 || pages[i] >= pages_)
+      return makeError(StatusCode::InvalidArgument, name(), ": sequence ", seq,
+                       " page ", i, " is ", pages[i], ", expected 0 to ",
+                       pages_ - 1);
+  if (mainRows < 0 || draftRows < 0 || mainRows > count * pageRows_ ||
+      draftRows > count * pageRows_)
+    return makeError(StatusCode::InvalidArgument, name(), ": sequence ", seq,
+                     " holds ", mainRows, " main and ", draftRows,
+                     " draft rows in ", count, " pages of ", pageRows_);
+  Result<int32_t> found = slotOf(seq, false);
+  if (!found.isOk() && count == 0 && mainRows == 0 && draftRows == 0)
+    return Status::ok();
+  KILN_ASSIGN_OR_RETURN(int32_t slot, slotOf(seq, true));
+  int32_t *row = table_.data() + size_t(slot) * size_t(perSlot);
+  for (int64_t i = 0; i < perSlot; ++i) {
+    int32_t page = i < count ? pages[i] : 0; // 0: never read
+    tableChanged_ = tableChanged_ || row[i] != page;
+    row[i] = page;
+  }
+  for (size_t c = 0; c < lengths_.size(); ++c)
+    lengths_[c][size_t(slot)] =
+        model_.cacheOwner(c) == engine::kDraftCaches ? draftRows : mainRows;
+  return Status::ok();
+}
+
+int64_t HipPlanDevice::freeMemory() const { return device_->freeMemory(); }
 
 Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
   const fb::Artifact &meta = *model_.artifact().meta();
@@ -250,10 +341,8 @@ Status HipPlanDevice::reserve(const ValidatedPlan &plan, PlanState &state,
     return Status::ok();
   int64_t capT = std::max(tokens, state.capTokens);
   int64_t capR = std::max({selected, state.capSelected, int64_t(1)});
-  for (void *p : state.buffers) {
-    allocations_.erase(std::find(allocations_.begin(), allocations_.end(), p));
-    KILN_RETURN_IF_ERROR(device_->release(p));
-  }
+  for (void *p : state.buffers)
+    KILN_RETURN_IF_ERROR(release(p));
   state.buffers.clear();
   for (const engine::BufferInfo &b : plan.buffers()) {
     int64_t rows = b.rows == fb::Rows::Tokens || b.rows == fb::Rows::Gathered
@@ -326,6 +415,14 @@ Result<PlanOutputs> HipPlanDevice::run(const ValidatedPlan &plan,
     return makeError(StatusCode::NotFound, name(), ": no plan '", plan.name(),
                      "'");
   PlanState &state = it->second;
+  if (caches_.empty() && !pooled_) {
+    // No pool: each slot its own pages, in order, which is the layout
+    // [slots, capacity, width]. Allocated at the first call, so that an
+    // engine's pool never shares the device with them.
+    KILN_RETURN_IF_ERROR(allocateCaches(slots_ * (capacity_ / pageRows_)));
+    for (size_t i = 0; i < table_.size(); ++i)
+      table_[i] = int32_t(i);
+  }
   std::vector<int32_t> slots;
   KILN_RETURN_IF_ERROR(checkInputs(plan, in, slots));
   KILN_RETURN_IF_ERROR(reserve(plan, state, in.tokens, in.logitCount));
@@ -356,6 +453,11 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
     return device_->copyToDevice(state.buffers[buffer], host, bytes);
   };
   size_t tokenBytes = size_t(in.tokens) * 4;
+  if (tableChanged_) {
+    KILN_RETURN_IF_ERROR(
+        device_->copyToDevice(deviceTable_, table_.data(), table_.size() * 4));
+    tableChanged_ = false;
+  }
   KILN_RETURN_IF_ERROR(upload(plan.tokenIdsBuffer(), in.tokenIds, tokenBytes));
   KILN_RETURN_IF_ERROR(upload(plan.seqIdsBuffer(), slots.data(), tokenBytes));
   KILN_RETURN_IF_ERROR(
@@ -460,6 +562,12 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
           break;
         case kCapacity:
           args.i32(int32_t(capacity_));
+          break;
+        case kPageTable:
+          args.pointer(deviceTable_);
+          break;
+        case kPageRows:
+          args.i32(int32_t(pageRows_));
           break;
         case kRowsOf:
           args.i32(int32_t(rowsOfArg(index)));

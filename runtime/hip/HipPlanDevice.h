@@ -6,8 +6,12 @@
 //   create   opens the GPU (HipDevice), loads the first code object the GPU
 //            accepts, resolves every launch's kernel (an artifact with a
 //            dispatch the GPU cannot run is refused, naming it), uploads the
-//            weights the launches read and allocates the caches as
-//            [slots, capacity, width].
+//            weights the launches read.
+//   usePool  (the serving engine's page pool) allocates the caches as its
+//            pages; any sequence holds any page, through the page table
+//            the kernels read, uploaded when it changed. Without it the
+//            first run allocates each slot its own capacity / page_rows
+//            pages.
 //   run      maps sequence ids to cache slots, checks the inputs, copies
 //            them in, launches every dispatch's kernels in order on one
 //            stream, copies the logits (and hidden rows) back.
@@ -35,8 +39,12 @@ struct HipPlanOptions {
   HipDeviceOptions device;
   /// Sequences the caches hold at once.
   int64_t slots = 4;
-  /// Positions per sequence (0: the model's max positions, capped at 8192).
+  /// Positions per sequence (0: the model's max positions, capped at 8192),
+  /// rounded up to whole pages.
   int64_t capacity = 0;
+  /// Rows per cache page until usePool() sets the pool's (at most the
+  /// capacity).
+  int64_t pageRows = 64;
   /// Code object target to use ("gfx950"); empty: the first the GPU loads.
   std::string target;
 };
@@ -52,9 +60,14 @@ public:
                                   const engine::PlanInputs &inputs) override;
   int64_t cacheRows(size_t cache, int32_t seq) const override;
   void truncate(size_t cache, int32_t seq, int64_t length) override;
+  Status usePool(int64_t pages, int64_t pageRows) override;
+  Status setPageTable(int32_t seq, const int32_t *pages, int64_t count,
+                      int64_t mainRows, int64_t draftRows) override;
+  int64_t freeMemory() const override;
 
   const std::string &target() const { return target_; }
   int64_t capacity() const { return capacity_; }
+  int64_t pageRows() const { return pageRows_; }
   /// Device bytes allocated for weights, caches and buffers.
   uint64_t deviceBytes() const { return deviceBytes_; }
 
@@ -87,6 +100,10 @@ private:
   Status loadPlan(uint32_t planIndex, PlanState &state);
   Result<void *> weightPointer(uint32_t weight, fb::GpuArgPart part);
   Result<void *> allocate(size_t bytes);
+  Status release(void *p);
+  /// (Re)allocates every cache as `pages` pages of pageRows_ rows and the
+  /// page table as slots_ x capacity_ / pageRows_ entries.
+  Status allocateCaches(int64_t pages);
   Status reserve(const engine::ValidatedPlan &plan, PlanState &state,
                  int64_t tokens, int64_t selected);
   Status checkInputs(const engine::ValidatedPlan &plan,
@@ -104,8 +121,13 @@ private:
   uint32_t codeObject_ = 0;
   hipModule_t module_ = nullptr;
   int64_t slots_ = 0, capacity_ = 0;
+  int64_t pageRows_ = 0, pages_ = 0;
+  bool pooled_ = false;                // usePool() was called
   std::map<uint64_t, void *> weights_; // (weight << 3 | part) -> device
   std::vector<void *> caches_;
+  std::vector<int32_t> table_; // [slot][capacity_ / pageRows_] page ids
+  void *deviceTable_ = nullptr;
+  bool tableChanged_ = true;
   std::vector<std::vector<int64_t>> lengths_; // [cache][slot]
   mutable std::vector<int32_t> slotSeq_;      // slot -> seq, -1 free
   std::map<std::string, PlanState> plans_;

@@ -235,11 +235,16 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
   layout.pageBytes = layout.bytesPerToken * options.pageRows;
   int64_t budget = options.kvMemoryBytes;
   if (budget <= 0) {
-    int64_t avail = hostMemoryAvailable();
+    // The caches live where the plans run.
+    const engine::PlanDevice *device = model.device();
+    int64_t avail = device ? device->freeMemory() : hostMemoryAvailable();
     if (avail <= 0)
       return makeError(StatusCode::FailedPrecondition,
-                       "cannot read the available memory (/proc/meminfo): "
-                       "give the KV memory in bytes");
+                       device
+                           ? "cannot read the free memory of " + device->name()
+                           : std::string("cannot read the available "
+                                         "memory (/proc/meminfo)"),
+                       ": give the KV memory in bytes");
     budget = int64_t(double(avail) * options.kvMemoryFraction);
   }
   layout.pages = budget / layout.pageBytes;

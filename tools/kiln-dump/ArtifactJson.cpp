@@ -58,7 +58,9 @@ Json gpuArgs(const flatbuffers::Vector<const fb::GpuArg *> *args) {
     for (const fb::GpuArg *a : *args) {
       std::string part = fb::EnumNameGpuArgPart(a->part());
       bool indexed = a->part() != fb::GpuArgPart::Rows &&
-                     a->part() != fb::GpuArgPart::CacheCapacity;
+                     a->part() != fb::GpuArgPart::CacheCapacity &&
+                     a->part() != fb::GpuArgPart::PageTable &&
+                     a->part() != fb::GpuArgPart::PageRows;
       out.push_back(indexed ? part + ":" + std::to_string(a->index()) : part);
     }
   return out;

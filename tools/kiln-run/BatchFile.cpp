@@ -244,6 +244,14 @@ Result<int> kiln::tools::runBatchFile(engine::Model &model,
                (long long)m.promptTokens, (long long)m.prefixHitTokens,
                (long long)m.generatedTokens, now() - t0,
                (long long)m.preemptions);
+  // Each rejected draft is a rollback of the sequence's caches.
+  if (m.specRounds > 0)
+    std::fprintf(stderr,
+                 "kiln-run: speculation: %lld round(s), %lld draft(s), %lld "
+                 "accepted, %lld rolled back\n",
+                 (long long)m.specRounds, (long long)m.specDrafted,
+                 (long long)m.specAccepted,
+                 (long long)(m.specDrafted - m.specAccepted));
   if (split)
     std::fprintf(stderr,
                  "kiln-run: rank %d of %d: %zu request(s) of its own, %lld "

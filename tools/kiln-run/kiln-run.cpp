@@ -80,7 +80,7 @@ Offline batch:
                             concurrently
   -o, --output FILE         results, one JSON line per request in input
                             order (default: stdout)
-Serving engine (generation on the CPU, and --batch-file):
+Serving engine (generation on the CPU, and --batch-file on either device):
   --kv-memory BYTES         KV page pool size (suffix K, M, G; default: the
                             one sequence's pages, or with --batch-file a
                             quarter of the available memory)
@@ -101,7 +101,8 @@ Common:
                             the loader path or at $KILN_HIP_LIBRARY); the
                             artifact needs a GPU target (kiln-compile
                             --target=cpu,gfx950,gfx942)
-  --gpu-slots N             hip: sequences the GPU caches hold (default 4)
+  --gpu-slots N             hip: sequences the GPU caches hold (default 4;
+                            --batch-file: --max-running)
   --gpu-ctx N               hip: positions per sequence in the GPU caches
                             (default: the model's, at most 8192)
   --gpu-target CHIP         hip: use the artifact's code object for CHIP
@@ -147,6 +148,7 @@ struct Options {
   bool verify = true;
   std::string device = "cpu";
   int64_t gpuSlots = 4;
+  bool gpuSlotsSet = false;
   int64_t gpuCtx = 0;
   std::string gpuTarget;
   std::string batchFile;
@@ -261,6 +263,7 @@ Options parseArgs(int argc, char **argv) {
         throw UsageError{"--device: '" + o.device + "', expected cpu or hip"};
     } else if (arg == "--gpu-slots") {
       o.gpuSlots = parseInt(arg, next(), 1, 4096);
+      o.gpuSlotsSet = true;
     } else if (arg == "--gpu-target") {
       o.gpuTarget = next();
     } else if (arg == "--gpu-ctx") {
@@ -327,9 +330,6 @@ Options parseArgs(int argc, char **argv) {
                      "prompt or --perplexity"};
   if (!batch && !o.output.empty())
     throw UsageError{"-o writes --batch-file results"};
-  if (batch && o.device != "cpu")
-    throw UsageError{"--batch-file runs on the CPU (the serving engine's "
-                     "device path is not built yet)"};
   if (batch)
     return o;
   if (ppl && sources > 0)
@@ -691,7 +691,11 @@ int main(int argc, char **argv) {
     if (o.device == "hip") {
       hip::HipPlanOptions hipOptions;
       hipOptions.slots = o.gpuSlots;
+      // The engine of --batch-file runs up to --max-running sequences.
+      if (!o.batchFile.empty() && !o.gpuSlotsSet)
+        hipOptions.slots = std::min<int64_t>(o.engine.maxRunning, 4096);
       hipOptions.capacity = o.gpuCtx;
+      hipOptions.pageRows = o.engine.pageRows;
       hipOptions.target = o.gpuTarget;
       orFail(model->attachDevice(
           orFail(hip::HipPlanDevice::create(*model, hipOptions))));

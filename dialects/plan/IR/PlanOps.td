@@ -105,7 +105,9 @@ def Plan_GpuArgPart : I32EnumAttr<"GpuArgPart",
     I32EnumAttrCase<"cache_capacity", 4>,
     I32EnumAttrCase<"raw_data", 5>,
     I32EnumAttrCase<"raw_scales", 6>,
-    I32EnumAttrCase<"rows_of", 7>]> {
+    I32EnumAttrCase<"rows_of", 7>,
+    I32EnumAttrCase<"page_table", 8>,
+    I32EnumAttrCase<"page_rows", 9>]> {
   let cppNamespace = "::kiln::plan";
   let description = [{
     `data N`: dispatch argument N's device data (a buffer, a cache, a
@@ -113,8 +115,10 @@ def Plan_GpuArgPart : I32EnumAttr<"GpuArgPart",
     `scratch N`: the dispatch's scratch buffer N; `rows`: the i32 row count
     R; `cache_capacity`: the i32 positions per cache slot; `raw_data N`,
     `raw_scales N`: weight N in the artifact's own layout even where a GPU
-    copy exists; `rows_of N`: the i32 row count of dispatch argument N. The
-    order of the artifact's GpuArgPart.
+    copy exists; `rows_of N`: the i32 row count of dispatch argument N;
+    `page_table`: the i32 page ids of the caches' pages, [slots, capacity /
+    page rows]; `page_rows`: the i32 rows per cache page. The order of the
+    artifact's GpuArgPart.
   }];
 }
 
@@ -143,9 +147,11 @@ def Plan_GpuLaunchAttr : Plan_Attr<"GpuLaunch", "launch"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     static constexpr size_t kAxisFields = 4, kArgFields = 2;
-    /// Every part but `rows` and `cache_capacity` names an index.
+    /// Every part but `rows`, `cache_capacity`, `page_table` and
+    /// `page_rows` names an index.
     static bool takesIndex(GpuArgPart part) {
-      return part != GpuArgPart::rows && part != GpuArgPart::cache_capacity;
+      return part != GpuArgPart::rows && part != GpuArgPart::cache_capacity &&
+             part != GpuArgPart::page_table && part != GpuArgPart::page_rows;
     }
     size_t getNumArgs() const { return getArgs().size() / kArgFields; }
     GpuArgPart getArgPart(size_t i) const {

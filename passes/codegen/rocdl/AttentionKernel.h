@@ -293,6 +293,32 @@ struct AttentionKernel : KernelBody {
     return ir.intrinsic("llvm.exp2", f32(), {mulf(x, ir.f32(kLog2e))});
   }
 
+  // -- Paged caches -----------------------------------------------------------
+
+  /// The last three arguments of every kernel that reads or writes a cache
+  /// (AttentionKernels.cpp): i32 capacity (positions per sequence, a
+  /// multiple of page_rows), i32 table[slots, capacity / page_rows] (the
+  /// page id holding each page of each slot), i32 page_rows.
+  struct Paging {
+    Value capacity, table, pageRows;
+  };
+  SmallVector<Type> pagingTypes() {
+    return {i32(), ir.activations(i32(), 1), i32()};
+  }
+  template <class Fn> Paging paging(Fn fn) {
+    unsigned n = fn.getNumArguments();
+    return {fn.getArgument(n - 3), fn.getArgument(n - 2),
+            fn.getArgument(n - 1)};
+  }
+  /// Row of the cache (in rows of its width) holding position `pos` of slot
+  /// `seq`: table[seq][pos / page_rows] * page_rows + pos % page_rows.
+  IrIndex cacheRow(const Paging &p, Value seq, IrIndex pos) {
+    IrIndex rowsPer = index(p.pageRows);
+    IrIndex pagesPer = index(p.capacity) / rowsPer;
+    Value page = ir.load(p.table, index(seq) * pagesPer + pos / rowsPer);
+    return index(page) * rowsPer + pos % rowsPer;
+  }
+
   // -- Kernels (AttentionKernels.cpp) ----------------------------------------
 
   void kvAppend();
@@ -303,7 +329,8 @@ struct AttentionKernel : KernelBody {
     int64_t listWidth; // 0: causal
     bool bf;
     float scale;
-    Value q, keys, values, seqs, positions, list, out, capacity;
+    Value q, keys, values, seqs, positions, list, out;
+    Paging paging;
     // Workgroup buffers.
     Value qs, weights, rows, redMax, redSum, partial;
   };

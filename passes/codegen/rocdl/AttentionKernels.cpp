@@ -1,17 +1,22 @@
 //===- AttentionKernels.cpp - KV caches, GQA and MLA ----------------------===//
 //
-// Caches are [slots, capacity, width] rows of f32 or BF16 (i16 bit
+// Caches are paged: [pages, page_rows, width] rows of f32 or BF16 (i16 bit
 // patterns, converted with exact bit operations: BF16 -> f32 is a shift,
 // f32 -> BF16 rounds to nearest even and keeps NaN, as cpu::floatToBf16).
+// Every kernel that reads or writes one ends its arguments with `paging` =
+// (i32 capacity, i32 table[slots, capacity / page_rows], i32 page_rows):
+// position p of slot s is row table[s][p / page_rows] * page_rows +
+// p % page_rows (AttentionKernel::cacheRow). A table whose slot s holds
+// pages s * capacity / page_rows + j is the unpaged [slots, capacity, width].
 // Every workgroup has kRowBlock threads (4 waves). Kernel arguments (params
 // in KernelParams.def; "act" = rows of activations, R at run time):
 //
 //   kv_append          (cache, i32 seq[R], i32 pos[R], f32 values[R, w],
-//                       i32 capacity)                       grid (R)
+//                       paging)                             grid (R)
 //       cache[seq][pos][:] = values; a position outside [0, capacity) is
 //       not written.
 //   gqa_attention      (f32 q[R, qh*d], kcache, vcache, i32 seq[R],
-//                       i32 pos[R], f32 out[R, qh*dv], i32 capacity)
+//                       i32 pos[R], f32 out[R, qh*dv], paging)
 //                                                          grid (R, qh)
 //   mla_attention s0   (f32 q_nope[R, h*n], f32 q_pe[R, h*r], kv_b[, kv_b
 //                       scales], f32 q_lat[R, h*(l+r)], i32 R)
@@ -19,7 +24,7 @@
 //       q_lat[t, h] = [W_UK_h^T q_nope[t, h] | q_pe[t, h]].
 //   mla_attention s1   (f32 q_lat, latent cache, i32 seq[R], i32 pos[R]
 //                       [, i32 top_k[R, k]], f32 o_lat[R, h*l],
-//                       i32 capacity)                      grid (R, h)
+//                       paging)                            grid (R, h)
 //   mla_attention s2   (f32 o_lat, kv_b[, scales], f32 out[R, h*v], i32 R)
 //                                                   grid (ceil(R/tt), h)
 //       out[t, h] = W_UV_h o_lat[t, h].
@@ -50,12 +55,13 @@ void AttentionKernel::kvAppend() {
   auto p = params<KvAppendParams>(spec);
   bool bf = p.bf;
   int64_t w = p.w;
-  auto fn = createKernelFunc(b, module, spec,
-                             {cacheType(bf, w), ir.activations(i32(), 1),
-                              ir.activations(i32(), 1),
-                              ir.activations(f32(), w), i32()});
+  SmallVector<Type> args = {cacheType(bf, w), ir.activations(i32(), 1),
+                            ir.activations(i32(), 1), ir.activations(f32(), w)};
+  args.append(pagingTypes());
+  auto fn = createKernelFunc(b, module, spec, args);
   Value cache = fn.getArgument(0), values = fn.getArgument(3);
-  Value capacity = fn.getArgument(4);
+  Paging paged = paging(fn);
+  Value capacity = paged.capacity;
   IrIndex t = ir.blockId(gpu::Dimension::x);
   Value seq = ir.load(fn.getArgument(1), t);
   Value pos = ir.load(fn.getArgument(2), t);
@@ -63,7 +69,7 @@ void AttentionKernel::kvAppend() {
                        cmpi(arith::CmpIPredicate::slt, pos, capacity)),
                   cmpi(arith::CmpIPredicate::sge, seq, ci32(0)));
   ir.ifThen(ok, [&] {
-    IrIndex base = (index(seq) * index(capacity) + index(pos)) * w;
+    IrIndex base = cacheRow(paged, seq, index(pos)) * w;
     ir.forLoop(ir.threadId(), c(w), wg(), {}, [&](IrIndex i, ValueRange) {
       Value v = ir.load(values, t * w + i);
       ir.store(bf ? f32ToBf16(v) : v, cache, base + i);
@@ -93,7 +99,6 @@ void AttentionKernel::attend(const Attend &a) {
   IrIndex h = ir.blockId(gpu::Dimension::y);
   IrIndex tid = ir.threadId();
   Value seq = ir.load(a.seqs, t), pos = ir.load(a.positions, t);
-  IrIndex slotRow = index(seq) * index(a.capacity);
   IrIndex n = a.listWidth ? c(a.listWidth) : index(pos) + 1;
   IrIndex kvHead = h / (a.qHeads / a.kvHeads);
   IrIndex keyCol = kvHead * a.keyDim, valueCol = kvHead * a.valueDim;
@@ -126,16 +131,16 @@ void AttentionKernel::attend(const Attend &a) {
           Value listed = ir.load(a.list, t * a.listWidth + jc);
           Value inCache =
               andi(cmpi(arith::CmpIPredicate::sge, listed, ci32(0)),
-                   cmpi(arith::CmpIPredicate::slt, listed, a.capacity));
+                   cmpi(arith::CmpIPredicate::slt, listed, a.paging.capacity));
           valid = andi(valid, inCache);
           position = index(select(inCache, listed, ci32(0)));
         }
-        IrIndex row = slotRow + position;
+        IrIndex row = cacheRow(a.paging, seq, position);
         IrIndex keyBase = row * a.keyWidth + keyCol;
         Value dot;
         if (vec4) {
           Value acc =
-              ir.forLoop(c(0), opaque(a.keyDim, index(a.capacity)), 4,
+              ir.forLoop(c(0), opaque(a.keyDim, index(a.paging.capacity)), 4,
                          {arith::ConstantOp::create(
                              b, DenseElementsAttr::get(vec(4, f32()), 0.0f))},
                          [&](IrIndex d, ValueRange acc) {
@@ -145,8 +150,8 @@ void AttentionKernel::attend(const Attend &a) {
                          })[0];
           dot = vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc);
         } else {
-          dot = ir.forLoop(c(0), opaque(a.keyDim, index(a.capacity)), 1, {zero},
-                           [&](IrIndex d, ValueRange acc) {
+          dot = ir.forLoop(c(0), opaque(a.keyDim, index(a.paging.capacity)), 1,
+                           {zero}, [&](IrIndex d, ValueRange acc) {
                              Value k = loadCache(a.keys, a.bf, keyBase + d);
                              return SmallVector<Value>{
                                  fma(ir.load(a.qs, d), k, acc[0])};
@@ -230,12 +235,12 @@ void AttentionKernel::gqa() {
   auto p = params<GqaAttentionParams>(spec);
   bool bf = p.bf;
   int64_t qh = p.qh, kvh = p.kvh, d = p.d, dv = p.dv;
-  auto fn = createKernelFunc(
-      b, module, spec,
-      {ir.activations(f32(), qh * d), cacheType(bf, kvh * d),
-       cacheType(bf, kvh * dv), ir.activations(i32(), 1),
-       ir.activations(i32(), 1), ir.activations(f32(), qh * dv), i32()},
-      attendBuffers(d, dv));
+  SmallVector<Type> args = {
+      ir.activations(f32(), qh * d), cacheType(bf, kvh * d),
+      cacheType(bf, kvh * dv),       ir.activations(i32(), 1),
+      ir.activations(i32(), 1),      ir.activations(f32(), qh * dv)};
+  args.append(pagingTypes());
+  auto fn = createKernelFunc(b, module, spec, args, attendBuffers(d, dv));
   auto wb = fn.getWorkgroupAttributions();
   Attend a{qh,
            kvh,
@@ -253,7 +258,7 @@ void AttentionKernel::gqa() {
            fn.getArgument(4),
            Value(),
            fn.getArgument(5),
-           fn.getArgument(6),
+           paging(fn),
            wb[0],
            wb[1],
            wb[2],
@@ -275,7 +280,7 @@ void AttentionKernel::mlaAttend() {
   if (k)
     args.push_back(ir.activations(i32(), k));
   args.push_back(ir.activations(f32(), h * l));
-  args.push_back(i32());
+  args.append(pagingTypes());
   auto fn = createKernelFunc(b, module, spec, args, attendBuffers(l + r, l));
   auto wb = fn.getWorkgroupAttributions();
   size_t next = k ? 5 : 4;
@@ -295,7 +300,7 @@ void AttentionKernel::mlaAttend() {
            fn.getArgument(3),
            k ? fn.getArgument(4) : Value(),
            fn.getArgument(next),
-           fn.getArgument(next + 1),
+           paging(fn),
            wb[0],
            wb[1],
            wb[2],

@@ -5,7 +5,7 @@
 //
 //   indexer_top_k s0   (f32 q[R, h*d], f32 weights[R, h], key cache,
 //                       i32 seq[R], i32 pos[R], f32 scores[R, capacity],
-//                       i32 capacity)                      grid (R, sp)
+//                       paging)                            grid (R, sp)
 //       scores[t, s] = sum_h w[t, h] relu(scale q[t, h] . key[s]) for
 //       s <= pos[t] (NaN -> -inf), as cpu::indexerTopK.
 //   indexer_top_k s1   (f32 scores, i32 pos[R], i32 out[R, k],
@@ -38,15 +38,19 @@ void AttentionKernel::indexerScore() {
   bool bf = p.bf;
   int64_t h = p.h, d = p.d, sp = p.sp;
   float scale = p.scale;
-  auto fn = createKernelFunc(
-      b, module, spec,
-      {ir.activations(f32(), h * d), ir.activations(f32(), h), cacheType(bf, d),
-       ir.activations(i32(), 1), ir.activations(i32(), 1),
-       ir.activations(f32(), 1), i32()},
-      {ir.workgroup(f32(), h * d)});
+  SmallVector<Type> args = {ir.activations(f32(), h * d),
+                            ir.activations(f32(), h),
+                            cacheType(bf, d),
+                            ir.activations(i32(), 1),
+                            ir.activations(i32(), 1),
+                            ir.activations(f32(), 1)};
+  args.append(pagingTypes());
+  auto fn =
+      createKernelFunc(b, module, spec, args, {ir.workgroup(f32(), h * d)});
   Value q = fn.getArgument(0), wts = fn.getArgument(1);
   Value keys = fn.getArgument(2), scores = fn.getArgument(5);
-  Value capacity = fn.getArgument(6);
+  Paging paged = paging(fn);
+  Value capacity = paged.capacity;
   Value qs = fn.getWorkgroupAttributions()[0];
   IrIndex t = ir.blockId(gpu::Dimension::x);
   IrIndex split = ir.blockId(gpu::Dimension::y);
@@ -59,11 +63,10 @@ void AttentionKernel::indexerScore() {
   Value seq = ir.load(fn.getArgument(3), t);
   IrIndex n = index(ir.load(fn.getArgument(4), t)) + 1;
   IrIndex cap = index(capacity);
-  IrIndex slotRow = index(seq) * cap;
   int64_t step = d % 4 == 0 ? 4 : 1;
   ir.forLoop(split * wg(), n, sp * wg(), {}, [&](IrIndex j0, ValueRange) {
     IrIndex j = j0 + tid;
-    IrIndex keyBase = (slotRow + ir.min(j, n - 1)) * d;
+    IrIndex keyBase = cacheRow(paged, seq, ir.min(j, n - 1)) * d;
     // Heads in groups of kHeadGroup accumulators (the key row is read
     // once per group, the repeats from cache): bounded register pressure.
     Value total = ir.f32(0.0f);

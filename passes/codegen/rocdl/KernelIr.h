@@ -49,6 +49,12 @@ public:
   friend IrIndex operator%(IrIndex a, int64_t c) {
     return a.make(mlir::arith::RemUIOp::create(*a.b_, a.v_, a.cst(c)));
   }
+  friend IrIndex operator/(IrIndex a, IrIndex c) {
+    return a.make(mlir::arith::DivUIOp::create(*a.b_, a.v_, c.v_));
+  }
+  friend IrIndex operator%(IrIndex a, IrIndex c) {
+    return a.make(mlir::arith::RemUIOp::create(*a.b_, a.v_, c.v_));
+  }
 
 private:
   IrIndex make(mlir::Value v) const { return IrIndex(*b_, v); }

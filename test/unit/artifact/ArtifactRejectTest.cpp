@@ -328,11 +328,11 @@ TEST_F(ArtifactReject, GpuLaunchesAndCopiesLoad) {
 TEST_F(ArtifactReject, GpuLaunchArgumentOfAnUnknownPart) {
   SampleOptions options;
   options.gpu = true;
-  options.launchArg = fb::GpuArg(fb::GpuArgPart(9), 0);
+  options.launchArg = fb::GpuArg(fb::GpuArgPart(10), 0);
   write(options);
   expectRejected(StatusCode::InvalidArgument,
                  {"kernels[0] 'embed' symbols[1] launches[0] args[2]: unknown "
-                  "part 9"});
+                  "part 10"});
 }
 
 TEST_F(ArtifactReject, GpuLaunchWithZeroDivisor) {

@@ -166,8 +166,11 @@ TEST(GpuLaunches, BuiltAttributesAreVerified) {
   EXPECT_TRUE(build({0, 0, 0, 1}));
   EXPECT_FALSE(build({0, 0, 0}));
   EXPECT_EQ(message, "launch args hold (part, index) pairs");
+  EXPECT_FALSE(build({0, 0, 10, 1}));
+  EXPECT_EQ(message, "launch argument 1: no GPU argument part 10");
   EXPECT_FALSE(build({0, 0, 9, 1}));
-  EXPECT_EQ(message, "launch argument 1: no GPU argument part 9");
+  EXPECT_EQ(message, "launch argument 1: page_rows takes no index, got 1");
+  EXPECT_TRUE(build({0, 0, 8, 0, 9, 0}));
   EXPECT_FALSE(build({3, 2}));
   EXPECT_EQ(message, "launch argument 0: rows takes no index, got 2");
 }

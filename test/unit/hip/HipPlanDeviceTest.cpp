@@ -200,6 +200,60 @@ TEST_F(HipPlanDeviceTest, SlotsAndCapacityAreLimits) {
   EXPECT_TRUE(model->run("prefill", prompt(1, 2).inputs()).isOk());
 }
 
+TEST_F(HipPlanDeviceTest, ThePagePoolAndItsLimits) {
+  auto model = load(kAllKernels, path_);
+  ASSERT_TRUE(model);
+  auto device = HipPlanDevice::create(*model, fakeOptions());
+  ASSERT_TRUE(device.isOk()) << device.status().toString();
+  EXPECT_EQ(device.value()->pageRows(), 16); // at most the capacity
+  ASSERT_TRUE(model->attachDevice(std::move(device).value()).isOk());
+  std::vector<int32_t> pages = {5, 2, 0, 1, 3};
+
+  Status early = model->setPageTable(0, pages.data(), 1, 1, 0);
+  EXPECT_EQ(early.code(), StatusCode::FailedPrecondition);
+  EXPECT_NE(early.message().find("setPageTable before usePool"),
+            std::string::npos)
+      << early.toString();
+  // The pool replaces the caches only while no sequence holds rows.
+  ASSERT_TRUE(model->run("prefill", prompt(0, 2).inputs()).isOk());
+  Status busy = model->usePool(6, 4);
+  EXPECT_NE(busy.message().find("sequence 0 already holds rows"),
+            std::string::npos)
+      << busy.toString();
+  model->closeSequence(0);
+  ASSERT_TRUE(model->usePool(6, 4).isOk());
+
+  // Sequence 0 holds pages 5 and 2: six rows, then two more appended.
+  ASSERT_TRUE(model->setPageTable(0, pages.data(), 2, 6, 0).isOk());
+  EXPECT_EQ(model->sequenceLength(0), 6);
+  Prompt next = prompt(0, 2);
+  next.pos = {6, 7};
+  ASSERT_TRUE(model->run("prefill", next.inputs()).isOk());
+  EXPECT_EQ(model->sequenceLength(0), 8);
+
+  // 16 positions per sequence are 4 pages of 4.
+  Status tooMany = model->setPageTable(1, pages.data(), 5, 1, 0);
+  EXPECT_EQ(tooMany.code(), StatusCode::ResourceExhausted);
+  EXPECT_NE(tooMany.message().find(
+                "sequence 1 needs 5 pages of 4 rows, and the device's page "
+                "table holds 4 (16 positions per sequence)"),
+            std::string::npos)
+      << tooMany.toString();
+  std::vector<int32_t> outside = {6};
+  Status bad = model->setPageTable(1, outside.data(), 1, 1, 0);
+  EXPECT_NE(bad.message().find("sequence 1 page 0 is 6, expected 0 to 5"),
+            std::string::npos)
+      << bad.toString();
+  Status rows = model->setPageTable(1, pages.data(), 1, 5, 0);
+  EXPECT_NE(rows.message().find("sequence 1 holds 5 main and 0 draft rows in "
+                                "1 pages of 4"),
+            std::string::npos)
+      << rows.toString();
+  // An empty table for a sequence the device does not know takes no slot.
+  EXPECT_TRUE(model->setPageTable(9, pages.data(), 0, 0, 0).isOk());
+  EXPECT_EQ(model->sequenceLength(9), 0);
+}
+
 TEST_F(HipPlanDeviceTest, AttachesOnlyBeforeAnySequenceHoldsRows) {
   auto model = load(kAllKernels, path_);
   ASSERT_TRUE(model);

@@ -5,9 +5,11 @@
 // random data: tokens of two cache slots at different positions (several
 // prefill-like rows of one sequence, single rows of the other, contexts
 // crossing a 256-key tile), f32 and BF16 caches. The CPU caches are paged
-// (cpu::PagedKvCache, sequence id = slot); the device caches are
-// [slots, capacity, width] holding the same rows, every unwritten position
-// NaN so that a read past a token's position shows.
+// (cpu::PagedKvCache, sequence id = slot); the device caches are pages of
+// 16 rows in the kernels' paged layout, the pages of both slots shuffled
+// through the page table (so every context crosses page boundaries between
+// pages that are not neighbours), holding the same rows, every unwritten
+// position NaN so that a read past a token's position shows.
 //
 // Tolerances: attention outputs |gpu - cpu| <= 1e-4 (1 + |cpu|) (f32 math
 // in both, different summation orders and exp through exp2); kv_append
@@ -55,7 +57,43 @@ std::vector<float> randomFloats(std::mt19937 &rng, size_t n, float lo = -1.0f,
   return v;
 }
 
-/// One cache, on the CPU (paged) and the device ([slots, capacity, width]).
+constexpr int64_t kPagesPerSlot = kCapacity / kPageRows;
+
+/// The device's page table [slots, kPagesPerSlot]: the slots' pages
+/// interleaved and reversed, so no two pages of a slot are neighbours.
+const std::vector<int32_t> &pageTable() {
+  static const std::vector<int32_t> table = [] {
+    std::vector<int32_t> t(size_t(kSlots * kPagesPerSlot));
+    for (int64_t s = 0; s < kSlots; ++s)
+      for (int64_t j = 0; j < kPagesPerSlot; ++j)
+        t[size_t(s * kPagesPerSlot + j)] =
+            int32_t(kSlots * (kPagesPerSlot - 1 - j) + s);
+    return t;
+  }();
+  return table;
+}
+
+/// The device row holding position `p` of slot `s`.
+int64_t deviceRow(int32_t s, int32_t p) {
+  return int64_t(pageTable()[size_t(s * kPagesPerSlot + p / kPageRows)]) *
+             kPageRows +
+         p % kPageRows;
+}
+
+/// The paged addressing every cache kernel ends with: capacity, page
+/// table, page rows.
+void appendPaging(std::vector<KernelArg> &args) {
+  static std::vector<int32_t> table = pageTable();
+  args.push_back(KernelArg::i32(kCapacity));
+  args.push_back(KernelArg::of(table));
+  args.push_back(KernelArg::i32(kPageRows));
+}
+std::vector<KernelArg> withPaging(std::vector<KernelArg> args) {
+  appendPaging(args);
+  return args;
+}
+
+/// One cache, on the CPU (paged) and the device (paged, pageTable()).
 struct TestCache {
   TestCache(int64_t width, bool bf16)
       : width(width), bf16(bf16),
@@ -70,7 +108,7 @@ struct TestCache {
       for (int32_t p = 0; p < kLength[s]; ++p) {
         std::vector<float> v = rows(s, p);
         cpu::kvAppend(cpu.view(), &s, &p, 1, v.data());
-        std::memcpy(device.data() + ((s * kCapacity + p) * width) * elemBytes(),
+        std::memcpy(device.data() + deviceRow(s, p) * width * elemBytes(),
                     cpu.view().row(s, p), size_t(width * elemBytes()));
       }
     }
@@ -130,15 +168,15 @@ TEST_P(KvAppendTest, MatchesCpuBitForBit) {
   kp.bf = bf16;
   KernelSpec spec = makeSpec(kp);
   ASSERT_EQ(spec.validate(), "");
-  ASSERT_EQ(
-      interp::runKernel(spec, {3, 1, 1},
-                        {cache.arg(), KernelArg::of(seq), KernelArg::of(pos),
-                         KernelArg::of(values), KernelArg::i32(kCapacity)}),
-      "");
+  ASSERT_EQ(interp::runKernel(
+                spec, {3, 1, 1},
+                withPaging({cache.arg(), KernelArg::of(seq), KernelArg::of(pos),
+                            KernelArg::of(values)})),
+            "");
   for (int32_t s = 0; s < kSlots; ++s)
     for (int32_t p = 0; p <= int32_t(kLength[s]); ++p)
       ASSERT_EQ(std::memcmp(cache.device.data() +
-                                (s * kCapacity + p) * width * cache.elemBytes(),
+                                deviceRow(s, p) * width * cache.elemBytes(),
                             cache.cpu.view().row(s, p),
                             size_t(width * cache.elemBytes())),
                 0)
@@ -172,11 +210,12 @@ std::vector<float> runGqa(const GqaShape &s, float scale, std::vector<float> &q,
   EXPECT_EQ(spec.validate(), "");
   std::vector<int32_t> seq = seqs(), pos = positions();
   std::vector<float> out(size_t(tokens() * s.qh * s.dv), -7.0f);
-  EXPECT_EQ(interp::runKernel(spec, {tokens(), s.qh, 1},
-                              {KernelArg::of(q), k.arg(), v.arg(),
-                               KernelArg::of(seq), KernelArg::of(pos),
-                               KernelArg::of(out), KernelArg::i32(kCapacity)}),
-            "");
+  EXPECT_EQ(
+      interp::runKernel(
+          spec, {tokens(), s.qh, 1},
+          withPaging({KernelArg::of(q), k.arg(), v.arg(), KernelArg::of(seq),
+                      KernelArg::of(pos), KernelArg::of(out)})),
+      "");
   return out;
 }
 
@@ -375,7 +414,7 @@ TEST_P(MlaTest, MatchesCpu) {
   if (s.topk)
     args.push_back(KernelArg::of(topk));
   args.push_back(KernelArg::of(oLat));
-  args.push_back(KernelArg::i32(kCapacity));
+  appendPaging(args);
   ASSERT_EQ(interp::runKernel(attend, {tokens(), s.h, 1}, args), "");
   std::vector<float> oLatRight = oLat;
   // Negative check: a wrong scale in the attention is caught.
@@ -480,16 +519,21 @@ TEST_P(IndexerTest, MatchesCpu) {
   ASSERT_EQ(select.validate(), "");
   std::vector<float> scores(size_t(tokens() * kCapacity), NAN);
   std::vector<int32_t> out(size_t(tokens() * s.k), -7);
-  ASSERT_EQ(
-      interp::runKernel(score, {tokens(), sp, 1},
-                        {KernelArg::of(q), KernelArg::of(w), keys.arg(),
-                         KernelArg::of(seq), KernelArg::of(pos),
-                         KernelArg::of(scores), KernelArg::i32(kCapacity)}),
-      "");
-  ASSERT_EQ(interp::runKernel(select, {tokens(), 1, 1},
-                              {KernelArg::of(scores), KernelArg::of(pos),
-                               KernelArg::of(out), KernelArg::i32(kCapacity)}),
-            "");
+  // Both stages, scores then selection; "" when both ran.
+  auto runIndexer = [&] {
+    std::string error = interp::runKernel(
+        score, {tokens(), sp, 1},
+        withPaging({KernelArg::of(q), KernelArg::of(w), keys.arg(),
+                    KernelArg::of(seq), KernelArg::of(pos),
+                    KernelArg::of(scores)}));
+    if (error.empty())
+      error =
+          interp::runKernel(select, {tokens(), 1, 1},
+                            {KernelArg::of(scores), KernelArg::of(pos),
+                             KernelArg::of(out), KernelArg::i32(kCapacity)});
+    return error;
+  };
+  ASSERT_EQ(runIndexer(), "");
   for (int64_t t = 0; t < tokens(); ++t)
     for (int64_t i = 0; i < s.k; ++i)
       ASSERT_EQ(out[t * s.k + i], ref[t * s.k + i])
@@ -506,16 +550,7 @@ TEST_P(IndexerTest, MatchesCpu) {
   // Negative check: negated head weights select other positions.
   for (float &x : w)
     x = -x;
-  ASSERT_EQ(
-      interp::runKernel(score, {tokens(), sp, 1},
-                        {KernelArg::of(q), KernelArg::of(w), keys.arg(),
-                         KernelArg::of(seq), KernelArg::of(pos),
-                         KernelArg::of(scores), KernelArg::i32(kCapacity)}),
-      "");
-  ASSERT_EQ(interp::runKernel(select, {tokens(), 1, 1},
-                              {KernelArg::of(scores), KernelArg::of(pos),
-                               KernelArg::of(out), KernelArg::i32(kCapacity)}),
-            "");
+  ASSERT_EQ(runIndexer(), "");
   if (!s.allEqual)
     EXPECT_NE(out, ref);
 }
