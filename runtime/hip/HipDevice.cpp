@@ -29,7 +29,7 @@ HipDevice::open(const HipDeviceOptions &options) {
   if (counted == hipErrorNoDevice || (counted == hipSuccess && count == 0))
     return makeError(StatusCode::Unavailable, "no AMD GPU: the HIP runtime ",
                      s.path(),
-                     " reports 0 devices; kiln-run --device=hip needs one, "
+                     " reports 0 devices; --device=hip needs one, "
                      "use --device=cpu");
   if (counted != hipSuccess)
     return hipStatus(s, counted,

@@ -36,8 +36,8 @@ HipSymbols::load(const std::vector<std::string> &libraries) {
                      ": it is not a usable libamdhip64 (ROCm 6 or later)");
   if (!opened.handle)
     return makeError(StatusCode::Unavailable,
-                     "HIP runtime (libamdhip64.so) not found: kiln-run "
-                     "--device=hip needs ROCm; use --device=cpu (tried: ",
+                     "HIP runtime (libamdhip64.so) not found: --device=hip "
+                     "needs ROCm; use --device=cpu (tried: ",
                      opened.tried, ")");
   symbols->handle_ = opened.handle;
   symbols->path_ = opened.path;

@@ -27,6 +27,7 @@
 #include "runtime/comm/CommFactory.h"
 #include "runtime/cpu/CpuFeatures.h"
 #include "runtime/engine/Model.h"
+#include "runtime/hip/HipPlanDevice.h"
 #include "runtime/serve/EngineLoop.h"
 #include "tools/common/ArgParse.h"
 #include "tools/common/RankArtifact.h"
@@ -64,13 +65,22 @@ const char *kUsage =
   --idle-timeout S          close a connection that sends no whole request
                             for S seconds (default 120)
   --threads N               kernel threads (default: the CPUs allowed)
+  --device cpu|hip          where the plans run (default cpu); hip: an AMD
+                            GPU through libamdhip64 (the loader path or
+                            $KILN_HIP_LIBRARY), the KV page pool in its
+                            memory (docs/gpu.md)
+  --gpu-ctx N               hip: positions per sequence (default: the
+                            model's, at most 8192)
+  --gpu-target CHIP         hip: the artifact's code object for CHIP
+                            (default: the first the GPU loads)
   --spec K                  MTP drafts per round (default: 0 on the CPU,
-                            where drafts do not pay, docs/cpu.md)
+                            where drafts do not pay, docs/cpu.md; the
+                            artifact's with --device hip)
   --mxfp4-activations f32|int8
                             MXFP4 matmuls: exact FP32 activations (default)
                             or int8 per 32-value block (docs/cpu.md)
   --kv-memory BYTES         KV page pool (suffix K, M, G; default a quarter
-                            of the available memory)
+                            of the available host or GPU memory)
   --kv-fraction F           without --kv-memory: this fraction of the
                             available memory (default 0.25)
   --page-size N             tokens per KV page (default 64)
@@ -84,6 +94,8 @@ const char *kUsage =
 
 struct Options {
   std::string model, host = "127.0.0.1", portFile, servedName, apiKey;
+  std::string device = "cpu", gpuTarget;
+  int64_t gpuCtx = 0;
   int port = 8000;
   int64_t maxBody = int64_t(4) << 20, maxWaiting = 1024, threads = 0, spec = -1,
           logInterval = 5, httpThreads = 2, idleTimeout = 120;
@@ -126,6 +138,14 @@ Options parseArgs(int argc, char **argv) {
       o.httpThreads = intFlag(a, next(), 1, 256);
     } else if (a == "--threads") {
       o.threads = intFlag(a, next(), 0, 1024);
+    } else if (a == "--device") {
+      o.device = next();
+      if (o.device != "cpu" && o.device != "hip")
+        throw UsageError{"--device: '" + o.device + "', expected cpu or hip"};
+    } else if (a == "--gpu-ctx") {
+      o.gpuCtx = intFlag(a, next(), 1, 1 << 24);
+    } else if (a == "--gpu-target") {
+      o.gpuTarget = next();
     } else if (a == "--spec") {
       o.spec = intFlag(a, next(), 0, 16);
     } else if (a == "--mxfp4-activations") {
@@ -280,7 +300,18 @@ Result<std::unique_ptr<Engine>> loadEngine(Options &o, Loaded &l,
   engine::LoadOptions load;
   load.threads = int(o.threads);
   load.comm = &comm;
+  load.forDevice = o.device == "hip";
   KILN_ASSIGN_OR_RETURN(l.model, engine::Model::load(path, load));
+  if (o.device == "hip") {
+    hip::HipPlanOptions hip;
+    hip.slots = std::min<int64_t>(o.engine.maxRunning, 4096);
+    hip.capacity = o.gpuCtx;
+    hip.pageRows = o.engine.pageRows;
+    hip.target = o.gpuTarget;
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<hip::HipPlanDevice> device,
+                          hip::HipPlanDevice::create(*l.model, hip));
+    KILN_RETURN_IF_ERROR(l.model->attachDevice(std::move(device)));
+  }
   KILN_ASSIGN_OR_RETURN(l.spec, specDrafts(*l.model, o.spec));
   o.engine.specK = l.spec;
   return Engine::create(*l.model, o.engine);
@@ -367,9 +398,11 @@ int main(int argc, char **argv) {
   EngineLoop &loop = *loaded->loop;
   server.ready(*loaded->model, loop);
   std::fprintf(stderr,
-               "kiln-serve: serving '%s' on http://%s:%d (%d threads, spec "
-               "%d, %d rank%s)\n",
+               "kiln-serve: serving '%s' on http://%s:%d (%s, %d threads, "
+               "spec %d, %d rank%s)\n",
                o.servedName.c_str(), o.host.c_str(), *port,
+               loaded->model->device() ? loaded->model->device()->name().c_str()
+                                       : "cpu",
                loaded->model->threads(), loaded->spec, (*comm)->size(),
                (*comm)->size() == 1 ? "" : "s");
 

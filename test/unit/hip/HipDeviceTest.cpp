@@ -44,8 +44,8 @@ TEST(HipDevice, ReportsMissingRuntime) {
   ASSERT_FALSE(device.isOk());
   EXPECT_EQ(device.status().code(), StatusCode::Unavailable);
   EXPECT_EQ(device.status().message().rfind(
-                "HIP runtime (libamdhip64.so) not found: kiln-run "
-                "--device=hip needs ROCm; use --device=cpu",
+                "HIP runtime (libamdhip64.so) not found: --device=hip "
+                "needs ROCm; use --device=cpu",
                 0),
             0u)
       << device.status().toString();
@@ -58,7 +58,7 @@ TEST(HipDevice, FakeRuntimeWithoutDevices) {
   EXPECT_EQ(device.status().code(), StatusCode::Unavailable);
   EXPECT_EQ(device.status().message(),
             std::string("no AMD GPU: the HIP runtime ") + KILN_FAKE_HIP +
-                " reports 0 devices; kiln-run --device=hip needs one, use "
+                " reports 0 devices; --device=hip needs one, use "
                 "--device=cpu");
 }
 
