@@ -146,6 +146,7 @@ Status HipPlanDevice::allocateCaches(int64_t pages) {
     }
   pages_ = pages;
   table_.assign(size_t(slots_ * (capacity_ / pageRows_)), 0);
+  tablePages_.assign(size_t(slots_), 0);
   KILN_ASSIGN_OR_RETURN(deviceTable_, allocate(table_.size() * 4));
   tableChanged_ = true;
   return Status::ok();
@@ -195,6 +196,7 @@ Status HipPlanDevice::setPageTable(int32_t seq, const int32_t *pages,
   if (!found.isOk() && count == 0 && mainRows == 0 && draftRows == 0)
     return Status::ok();
   KILN_ASSIGN_OR_RETURN(int32_t slot, slotOf(seq, true));
+  tablePages_[size_t(slot)] = count;
   int32_t *row = table_.data() + size_t(slot) * size_t(perSlot);
   for (int64_t i = 0; i < perSlot; ++i) {
     int32_t page = i < count ? pages[i] : 0; // 0: never read
@@ -402,8 +404,22 @@ Status HipPlanDevice::checkInputs(const ValidatedPlan &plan,
       " (the device caches hold " + std::to_string(capacity_) +
           " positions per sequence)"));
   slots.resize(size_t(in.tokens));
+  int64_t perSlot = capacity_ / pageRows_;
   for (int64_t t = 0; t < in.tokens; ++t) {
-    KILN_ASSIGN_OR_RETURN(slots[t], slotOf(in.seqIds[t], true));
+    Result<int32_t> slot = slotOf(in.seqIds[t], !pooled_);
+    if (!slot.isOk() && pooled_)
+      return makeError(StatusCode::FailedPrecondition, "plan '", plan.name(),
+                       "' on ", name(), ": sequence ", in.seqIds[t],
+                       " has no page table in the pool (setPageTable)");
+    KILN_ASSIGN_OR_RETURN(slots[t], std::move(slot));
+    // In the pool a sequence's rows are the pages its table names.
+    int64_t held = pooled_ ? tablePages_[size_t(slots[t])] : perSlot;
+    if (in.positions[t] >= held * pageRows_)
+      return makeError(StatusCode::InvalidArgument, "plan '", plan.name(),
+                       "' on ", name(), ": positions[", t,
+                       "] = ", in.positions[t], " of sequence ", in.seqIds[t],
+                       " is past the ", held, " page(s) of ", pageRows_,
+                       " rows its page table holds");
   }
   return Status::ok();
 }

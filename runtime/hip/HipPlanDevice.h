@@ -125,7 +125,8 @@ private:
   bool pooled_ = false;                // usePool() was called
   std::map<uint64_t, void *> weights_; // (weight << 3 | part) -> device
   std::vector<void *> caches_;
-  std::vector<int32_t> table_; // [slot][capacity_ / pageRows_] page ids
+  std::vector<int32_t> table_;      // [slot][capacity_ / pageRows_] page ids
+  std::vector<int64_t> tablePages_; // [slot] pages setPageTable gave it
   void *deviceTable_ = nullptr;
   bool tableChanged_ = true;
   std::vector<std::vector<int64_t>> lengths_; // [cache][slot]

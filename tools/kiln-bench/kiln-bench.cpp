@@ -574,7 +574,10 @@ int main(int argc, char **argv) {
     engine::Model &model = **loaded;
     if (o.device == "hip") {
       // The plans, caches and weights on the GPU; the host only samples.
-      auto device = hip::HipPlanDevice::create(model);
+      hip::HipPlanOptions hipOptions;
+      hipOptions.slots = std::max<int64_t>(
+          1, *std::max_element(o.batches.begin(), o.batches.end()));
+      auto device = hip::HipPlanDevice::create(model, hipOptions);
       if (!device.isOk())
         return fail(device.status());
       Status attached = model.attachDevice(std::move(device).value());
@@ -636,69 +639,21 @@ int main(int argc, char **argv) {
       if (o.profile)
         printProfile(model, "prefill", 1, dt, comm);
     }
-    // Decode at each batch size: on the CPU through the serving engine
-    // (EngineDecode.h); a device runs the decode plan directly, as the
-    // engine's device path is not built yet.
+    // Decode at each batch size through the serving engine (EngineDecode.h),
+    // on the CPU or the device: its page pool in the device's memory.
     for (int64_t batch : o.batches) {
-      double mean = 0, best = 0, tokPerSec = 0;
       model.profile().reset();
       model.profile().enabled = o.profile;
-      double total = 0;
-      int64_t profiledSteps = o.decodeTokens;
-      if (!model.device()) {
-        auto r = bench::engineDecode(model, batch, o.promptTokens,
-                                     o.decodeTokens, 1);
-        if (!r.isOk())
-          return fail(r.status());
-        model.profile().enabled = false;
-        total = r->seconds;
-        profiledSteps = r->steps;
-        mean = r->seconds / double(std::max<int64_t>(r->steps, 1));
-        best = r->bestStepS;
-        tokPerSec = double(r->tokens) / r->seconds;
-      } else {
-        std::vector<int32_t> seqIds;
-        for (int64_t b = 0; b < batch; ++b) {
-          auto seq = model.openSequence();
-          if (!seq.isOk())
-            return fail(seq.status());
-          seqIds.push_back(*seq);
-          const size_t n = static_cast<size_t>(o.promptTokens);
-          std::vector<int32_t> ids(n), seqs(n, *seq), pos(n);
-          for (size_t i = 0; i < ids.size(); ++i) {
-            ids[i] = token(rng);
-            pos[i] = int32_t(i);
-          }
-          Status s = step(model, engine::kPrefillPlan, ids, seqs, pos,
-                          {int32_t(ids.size() - 1)});
-          if (!s.isOk())
-            return fail(s);
-        }
-        const size_t b0 = static_cast<size_t>(batch);
-        std::vector<int32_t> ids(b0), pos(b0), logitRows(b0);
-        for (int64_t b = 0; b < batch; ++b)
-          logitRows[size_t(b)] = int32_t(b);
-        best = 1e30;
-        for (int64_t t = 0; t < o.decodeTokens; ++t) {
-          for (int64_t b = 0; b < batch; ++b) {
-            ids[size_t(b)] = token(rng);
-            pos[size_t(b)] = int32_t(o.promptTokens + t);
-          }
-          double t0 = now();
-          Status s =
-              step(model, engine::kDecodePlan, ids, seqIds, pos, logitRows);
-          if (!s.isOk())
-            return fail(s);
-          double dt = now() - t0;
-          best = std::min(best, dt);
-          total += dt;
-        }
-        model.profile().enabled = false;
-        for (int32_t s : seqIds)
-          model.closeSequence(s);
-        mean = total / double(o.decodeTokens);
-        tokPerSec = double(batch) / mean;
-      }
+      auto r =
+          bench::engineDecode(model, batch, o.promptTokens, o.decodeTokens, 1);
+      if (!r.isOk())
+        return fail(r.status());
+      model.profile().enabled = false;
+      double total = r->seconds;
+      int64_t profiledSteps = r->steps;
+      double mean = r->seconds / double(std::max<int64_t>(r->steps, 1));
+      double best = r->bestStepS;
+      double tokPerSec = double(r->tokens) / r->seconds;
       const fb::Plan *plan = model.artifact().findPlan(engine::kDecodePlan);
       double bytes = bench::planWeightBytes(model.artifact(), *plan, batch);
       double gbps = bytes / mean / 1e9;

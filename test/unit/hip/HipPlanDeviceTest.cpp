@@ -230,6 +230,23 @@ TEST_F(HipPlanDeviceTest, ThePagePoolAndItsLimits) {
   next.pos = {6, 7};
   ASSERT_TRUE(model->run("prefill", next.inputs()).isOk());
   EXPECT_EQ(model->sequenceLength(0), 8);
+  // Rows past the table's pages, or of a sequence without a table, are
+  // refused before anything runs.
+  Prompt past = prompt(0, 1);
+  past.pos = {8};
+  auto pastOut = model->run("prefill", past.inputs());
+  ASSERT_FALSE(pastOut.isOk());
+  EXPECT_NE(pastOut.status().message().find(
+                "positions[0] = 8 of sequence 0 is past the 2 page(s) of 4 "
+                "rows its page table holds"),
+            std::string::npos)
+      << pastOut.status().toString();
+  auto noTable = model->run("prefill", prompt(3, 1).inputs());
+  ASSERT_FALSE(noTable.isOk());
+  EXPECT_NE(noTable.status().message().find(
+                "sequence 3 has no page table in the pool"),
+            std::string::npos)
+      << noTable.status().toString();
 
   // 16 positions per sequence are 4 pages of 4.
   Status tooMany = model->setPageTable(1, pages.data(), 5, 1, 0);
