@@ -37,6 +37,13 @@ if os.path.exists(interp_hip):
 import shutil
 if shutil.which("mpirun"):
     config.available_features.add("mpi")
+# The librccl whose collectives are MPI's on host memory
+# (test/unit/comm/FakeRccl.cpp), for GPU ranks through the interpreter.
+fake_rccl_mpi = os.path.join(config.kiln_binary_dir, "lib", "fake-rccl-mpi",
+                             "libfake_rccl_mpi.so")
+config.substitutions.append(("%fake_rccl_mpi", fake_rccl_mpi))
+if os.path.exists(fake_rccl_mpi):
+    config.available_features.add("fake-rccl-mpi")
 if os.path.isdir(os.path.join(fixtures, "glm5-tiny-dev-fp8")):
     config.available_features.add("all-fixtures")
 

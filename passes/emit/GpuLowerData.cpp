@@ -260,6 +260,22 @@ struct Lowerer {
     return l;
   }
 
+  /// all_reduce: its sum over the ranks is the device communicator's (an
+  /// RCCL all-gather, then this launch's rank_sum adding the gathered parts
+  /// in rank order: runtime/comm/Rccl.h), which passes the arguments
+  /// (gathered, out, count, ranks) itself; the grid is over the row's
+  /// elements.
+  std::optional<GpuLaunchSpec> allReduce() const {
+    if (!buffers({0, 1}) || c.bufferElems(0) != c.bufferElems(1))
+      return std::nullopt;
+    RankSumParams p;
+    p.w = c.bufferElems(0) % 4 == 0 ? 4 : 1;
+    GpuLaunchSpec l;
+    l.spec = makeSpec(p);
+    l.grid[0] = flatGrid(c.bufferElems(0), p.w);
+    return l;
+  }
+
   /// One strided block copy per piece (PlanRunner's Split/Concat).
   std::optional<GpuDispatchLowering> splitConcat(bool split) const {
     size_t n = c.argCount();
@@ -365,6 +381,8 @@ struct Lowerer {
       return gather();
     case abi::Kernel::TakeRows:
       return takeRows();
+    case abi::Kernel::AllReduce:
+      return allReduce();
     default:
       return std::nullopt;
     }

@@ -12,6 +12,10 @@
 //      bf16_gemm / fp8_gemm and swiglu kernels; each shared weight in its
 //      own format)
 //   6. moe_down combine=1: out = shared + sum_j weights[j] * y[j]
+// Under expert parallelism (a rank's stacks hold E of the router's experts,
+// from the dispatch's expert_offset) the route writes local ids, -1 for the
+// other ranks' experts, which the align and the combine skip; the ranks'
+// outputs are summed by the plan's all_reduce.
 // MoeKernels.cpp describes the kernels. Routed experts must all be MXFP4
 // with GPU copies, all dense BF16 or all FP8 block-128 (Fp8Block128: the
 // stored bytes [E, N, K] and f32 scales [E, N/128, K/128]). The GPU
@@ -115,14 +119,24 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
       (routerStored.dtype != fb::DType::F32 &&
        routerStored.dtype != fb::DType::BF16))
     return std::nullopt;
-  int64_t e = router.shape[0], h = router.shape[1];
-  if (c.weight(2).shape != std::vector<int64_t>{e})
+  int64_t routed = router.shape[0], h = router.shape[1];
+  if (c.weight(2).shape != std::vector<int64_t>{routed})
     return std::nullopt;
-  // Experts: gate, up [E, I, H], down [E, H, I], one format.
+  // Experts: gate, up [E, I, H], down [E, H, I], one format. Under expert
+  // parallelism the stacks hold E of the router's experts, from
+  // expert_offset on: the route writes local ids (-1: another rank's).
+  const auto &p = d.get<abi::MoeParams>();
   const WeightSpec &gate = c.weight(3), &up = c.weight(4), &down = c.weight(5);
-  if (gate.shape.size() != 3 || gate.shape[0] != e || gate.shape[2] != h ||
-      up.shape != gate.shape || down.shape.size() != 3 || down.shape[0] != e ||
-      down.shape[1] != h || down.shape[2] != gate.shape[1])
+  if (gate.shape.size() != 3)
+    return std::nullopt;
+  int64_t e = gate.shape[0];
+  bool ep = e != routed;
+  if (p.expertOffset < 0 || p.expertOffset + e > routed ||
+      (!ep && p.expertOffset != 0))
+    return std::nullopt;
+  if (gate.shape[2] != h || up.shape != gate.shape || down.shape.size() != 3 ||
+      down.shape[0] != e || down.shape[1] != h ||
+      down.shape[2] != gate.shape[1])
     return std::nullopt;
   int64_t inter = gate.shape[1];
   int fmt = expertFormat(c, 3);
@@ -131,7 +145,6 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
   if (c.bufferElems(0) != h || c.bufferElems(9) != h)
     return std::nullopt;
 
-  const auto &p = d.get<abi::MoeParams>();
   int64_t topk = p.topK, groups = p.nGroup, topkGroup = p.topkGroup,
           norm = p.normTopkProb ? 1 : 0;
   bool decode = c.plan.name == "decode";
@@ -158,7 +171,11 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
     lowering.launches.push_back(std::move(l));
   };
   MoeRouteParams route;
-  route.e = e;
+  route.e = routed;
+  if (ep) {
+    route.off = p.expertOffset;
+    route.el = e;
+  }
   route.h = h;
   route.topk = topk;
   route.ngroup = groups;
@@ -263,7 +280,11 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
   combine.h = h;
   combine.topk = topk;
   combine.shared = shared;
+  if (ep)
+    combine.ep = 1;
   std::vector<GpuArgRef> args = {argScratch(kExpertOut), argScratch(kWeights)};
+  if (ep)
+    args.push_back(argScratch(kIds));
   if (shared)
     args.push_back(argScratch(kSharedOut));
   args.push_back(argData(9));

@@ -2,6 +2,7 @@
 
 #include "runtime/hip/HipDevice.h"
 
+#include <cstdlib>
 #include <cstring>
 
 using namespace kiln;
@@ -36,12 +37,23 @@ HipDevice::open(const HipDeviceOptions &options) {
                      init == hipSuccess ? "hipGetDeviceCount(&count)"
                                         : "hipInit(0)",
                      __FILE__, __LINE__);
-  if (options.ordinal < 0 || options.ordinal >= count)
-    return makeError(StatusCode::InvalidArgument, "GPU ", options.ordinal,
+  int ordinal = options.ordinal;
+  if (ordinal == -1) {
+    ordinal = 0;
+    for (const char *name :
+         {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+      if (const char *v = std::getenv(name)) {
+        ordinal = std::atoi(v) % count;
+        break;
+      }
+  }
+  if (ordinal < 0 || ordinal >= count)
+    return makeError(StatusCode::InvalidArgument, "GPU ", ordinal,
                      " does not exist: the HIP runtime reports ", count,
                      " device", count == 1 ? "" : "s");
   device->deviceCount_ = count;
-  KILN_HIP_RETURN_IF_ERROR(s, hipSetDevice(options.ordinal));
+  device->ordinal_ = ordinal;
+  KILN_HIP_RETURN_IF_ERROR(s, hipSetDevice(ordinal));
   KILN_HIP_RETURN_IF_ERROR(s, hipStreamCreate(&device->stream_));
   return device;
 }
@@ -116,6 +128,12 @@ Status HipDevice::release(void *pointer) {
 Status HipDevice::copyToDevice(void *device, const void *host, size_t bytes) {
   KILN_HIP_RETURN_IF_ERROR(
       *symbols_, hipMemcpy(device, host, bytes, hipMemcpyHostToDevice));
+  return Status::ok();
+}
+
+Status HipDevice::copyOnDevice(void *to, const void *from, size_t bytes) {
+  KILN_HIP_RETURN_IF_ERROR(*symbols_,
+                           hipMemcpy(to, from, bytes, hipMemcpyDeviceToDevice));
   return Status::ok();
 }
 

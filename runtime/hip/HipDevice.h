@@ -22,7 +22,10 @@
 namespace kiln::hip {
 
 struct HipDeviceOptions {
-  int ordinal = 0;
+  /// The GPU; -1: this process's local rank (under an MPI launcher, which
+  /// sets OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID) modulo
+  /// the GPUs, else GPU 0: one GPU per rank on a node.
+  int ordinal = -1;
   /// Libraries to try; empty: defaultHipLibraries().
   std::vector<std::string> libraries;
 };
@@ -72,6 +75,10 @@ public:
   int64_t freeMemory() const;
   Status copyToDevice(void *device, const void *host, size_t bytes);
   Status copyToHost(void *host, const void *device, size_t bytes);
+  Status copyOnDevice(void *to, const void *from, size_t bytes);
+  /// The stream every launch and copy is queued on.
+  hipStream_t stream() const { return stream_; }
+  int ordinal() const { return ordinal_; }
 
 private:
   explicit HipDevice(std::shared_ptr<HipSymbols> symbols)
@@ -79,6 +86,7 @@ private:
   std::shared_ptr<HipSymbols> symbols_;
   int deviceCount_ = 0;
   hipStream_t stream_ = nullptr;
+  int ordinal_ = 0;
   std::vector<hipModule_t> modules_;
 };
 

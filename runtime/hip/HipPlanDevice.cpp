@@ -1,6 +1,7 @@
 //===- HipPlanDevice.cpp --------------------------------------------------===//
 
 #include "runtime/hip/HipPlanDevice.h"
+#include "runtime/comm/CommFactory.h"
 
 #include <algorithm>
 #include <cstring>
@@ -92,6 +93,22 @@ Status HipPlanDevice::prepare(const HipPlanOptions &options) {
                      options.target.empty() ? "" : " for " + options.target,
                      tried.empty() ? "" : " (" + tried + ")");
 
+  // The ranks' collectives: RCCL, bootstrapped over an MPI communicator of
+  // its own, on this device's stream.
+  if (const comm::Communicator *ranks = model_.comm();
+      ranks && ranks->size() > 1) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<comm::Communicator> bootstrap,
+                          comm::makeCommunicator(comm::CommKind::Mpi));
+    comm::CommOptions commOptions;
+    commOptions.stream = device_->stream();
+    commOptions.rcclLibraries = options.rcclLibraries;
+    auto rccl = comm::makeRcclCommunicator(std::move(bootstrap), commOptions);
+    if (!rccl.isOk())
+      return rccl.status().withContext(
+          "the collectives of a model split over " +
+          std::to_string(ranks->size()) + " ranks, on the GPU");
+    rccl_ = std::move(rccl).value();
+  }
   slots_ = options.slots;
   capacity_ = options.capacity;
   if (capacity_ <= 0)
@@ -238,6 +255,11 @@ Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
                        " kernel in this artifact: no GPU kernel covers its "
                        "shape, so it cannot run on --device=hip");
     Dispatch out;
+    out.allReduce = step.kernel == abi::Kernel::AllReduce;
+    if (out.allReduce && symbol->launches()->size() != 1)
+      return makeError(StatusCode::InvalidArgument, where(), ": expected one ",
+                       "launch (the rank-order sum), found ",
+                       symbol->launches()->size());
     for (const fb::GpuLaunch *l : *symbol->launches()) {
       Launch launch;
       launch.symbol = l->symbol()->str();
@@ -394,6 +416,53 @@ void HipPlanDevice::truncate(size_t cache, int32_t seq, int64_t length) {
     slotSeq_[size_t(slot.value())] = -1;
 }
 
+Status HipPlanDevice::allReduce(const ValidatedPlan &plan,
+                                const engine::Step &step,
+                                const Dispatch &dispatch, PlanState &state,
+                                int64_t rows) {
+  void *in = state.buffers[step.args[0].index()];
+  void *out = state.buffers[step.args[1].index()];
+  const size_t n =
+      size_t(rows) * size_t(plan.buffers()[step.args[0].index()].rowElems);
+  if (!rccl_) // one rank: the identity
+    return in == out ? Status::ok() : device_->copyOnDevice(out, in, n * 4);
+  const Launch &l = dispatch.launches[0];
+  comm::DeviceRankOrderSum sum;
+  sum.scratch = [this](size_t bytes) -> Result<void *> {
+    if (gatheredBytes_ < bytes) {
+      KILN_RETURN_IF_ERROR(release(gathered_));
+      gathered_ = nullptr;
+      KILN_ASSIGN_OR_RETURN(gathered_, allocate(bytes));
+      gatheredBytes_ = bytes;
+    }
+    return gathered_;
+  };
+  // The launch's grid covers the rows' elements; the communicator passes
+  // the group's gathered parts and their count.
+  sum.sum = [&](const void *gathered, void *result, size_t count, int ranks,
+                void *) -> Status {
+    LaunchDims dims;
+    int64_t groups = (rows * l.mul[0] + l.add[0] + l.div[0] - 1) /
+                     std::max<int64_t>(1, l.div[0]);
+    dims.grid = {uint32_t(std::max<int64_t>(groups, 1)), 1, 1};
+    dims.block = {l.workgroupSize, 1, 1};
+    KernelArgs args;
+    args.pointer(const_cast<void *>(gathered));
+    args.pointer(result);
+    args.i32(int32_t(count));
+    args.i32(ranks);
+    return device_->launch(l.function, dims, args);
+  };
+  // Installed for this call only: the sum refers to this step's launch.
+  rccl_->setRankOrderSum(std::move(sum));
+  Status s = rccl_->allReduceSum(
+      comm::Span<const float>(static_cast<const float *>(in), n),
+      comm::Span<float>(static_cast<float *>(out), n),
+      int(step.get<abi::AllReduceParams>().group));
+  rccl_->setRankOrderSum({});
+  return s;
+}
+
 Status HipPlanDevice::checkInputs(const ValidatedPlan &plan,
                                   const PlanInputs &in,
                                   std::vector<int32_t> &slots) const {
@@ -530,6 +599,10 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
         KILN_ASSIGN_OR_RETURN(scratch_[j], allocate(bytes));
         scratchBytes_[j] = bytes;
       }
+    }
+    if (dispatch.allReduce) {
+      KILN_RETURN_IF_ERROR(allReduce(plan, step, dispatch, state, rows));
+      continue;
     }
     for (const Launch &l : dispatch.launches) {
       LaunchDims dims;

@@ -7,6 +7,11 @@
 //            accepts, resolves every launch's kernel (an artifact with a
 //            dispatch the GPU cannot run is refused, naming it), uploads the
 //            weights the launches read.
+//            A model split over ranks (kiln-compile --tp/--ep, run under
+//            mpirun) gets an RCCL communicator (runtime/comm/Rccl.h,
+//            bootstrapped over MPI): its all_reduce dispatches are an
+//            RCCL all-gather and the rank-order sum kernel, so every rank
+//            gets the CPU ranks' fixed-order sum.
 //   usePool  (the serving engine's page pool) allocates the caches as its
 //            pages; any sequence holds any page, through the page table
 //            the kernels read, uploaded when it changed. Without it the
@@ -24,6 +29,7 @@
 #ifndef KILN_RUNTIME_HIP_HIPPLANDEVICE_H
 #define KILN_RUNTIME_HIP_HIPPLANDEVICE_H
 
+#include "runtime/comm/Rccl.h"
 #include "runtime/engine/Model.h"
 #include "runtime/engine/PlanDevice.h"
 #include "runtime/hip/HipDevice.h"
@@ -47,6 +53,9 @@ struct HipPlanOptions {
   int64_t pageRows = 64;
   /// Code object target to use ("gfx950"); empty: the first the GPU loads.
   std::string target;
+  /// A multi-rank model's GPU collectives: the RCCL libraries to try (empty:
+  /// comm::defaultRcclLibraries()).
+  std::vector<std::string> rcclLibraries;
 };
 
 class HipPlanDevice final : public engine::PlanDevice {
@@ -86,6 +95,9 @@ private:
   struct Dispatch {
     std::vector<Launch> launches;
     std::vector<Scratch> scratch;
+    /// An all_reduce: the communicator runs it (its one launch is the
+    /// rank-order sum after the gather).
+    bool allReduce = false;
   };
   struct PlanState {
     std::vector<Dispatch> dispatches; // per ValidatedPlan step
@@ -106,6 +118,9 @@ private:
   Status allocateCaches(int64_t pages);
   Status reserve(const engine::ValidatedPlan &plan, PlanState &state,
                  int64_t tokens, int64_t selected);
+  /// The all_reduce `step` over rows x its buffer's width floats.
+  Status allReduce(const engine::ValidatedPlan &plan, const engine::Step &step,
+                   const Dispatch &dispatch, PlanState &state, int64_t rows);
   Status checkInputs(const engine::ValidatedPlan &plan,
                      const engine::PlanInputs &in,
                      std::vector<int32_t> &slots) const;
@@ -136,6 +151,10 @@ private:
   std::vector<size_t> scratchBytes_;
   std::vector<void *> allocations_;
   uint64_t deviceBytes_ = 0;
+  /// The ranks' collectives when the model has more than one rank.
+  std::unique_ptr<comm::RcclCommunicator> rccl_;
+  void *gathered_ = nullptr; // its all-gather buffer
+  size_t gatheredBytes_ = 0;
 };
 
 } // namespace kiln::hip

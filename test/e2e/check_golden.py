@@ -3,6 +3,11 @@
 
 usage: check_golden.py KILN_RUN ARTIFACT FIXTURE_DIR [--threads N] [--tol T]
           [--greedy-tokens N] [--prompts N] [--spec K] [--extra ARG ...]
+          [--ranks R]
+
+With --ranks R, kiln-run runs under mpirun with R ranks (loopback only,
+mpi_util.py; the KILN_* variables passed on), for an artifact compiled with
+--tp/--ep.
 
 For each prompt of FIXTURE_DIR/golden/prompts.json: the prompt token ids must
 equal the golden ids; the last-position logits (kiln-run --dump-logits) must
@@ -20,6 +25,9 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_util import MPIRUN, mpi_env  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("kiln_run")
 ap.add_argument("artifact")
@@ -30,6 +38,8 @@ ap.add_argument("--greedy-tokens", type=int, default=64)
 ap.add_argument("--prompts", type=int, default=0,
                 help="check only the first N prompts (0: all)")
 ap.add_argument("--spec", default="0", help="kiln-run --spec for the run")
+ap.add_argument("--ranks", type=int, default=0,
+                help="run kiln-run under mpirun with this many ranks")
 ap.add_argument("--extra", action="append", default=[],
                 help="one more kiln-run argument (repeatable; --extra=--flag)")
 args = ap.parse_args()
@@ -57,7 +67,13 @@ with tempfile.TemporaryDirectory() as tmp:
                "-n", str(args.greedy_tokens), "--ignore-eos",
                "--threads", str(args.threads), "--output-format=json",
                "--dump-logits", logits_file, "--spec", args.spec] + args.extra
-        out = subprocess.run(cmd, capture_output=True, text=True)
+        env = None
+        if args.ranks:
+            env = mpi_env(120)
+            passed = [a for k in sorted(env) if k.startswith("KILN_")
+                      for a in ("-x", k)]
+            cmd = MPIRUN + ["-np", str(args.ranks)] + passed + cmd
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if out.returncode != 0:
             print(f"FAIL {p['name']}: kiln-run exited {out.returncode}: {out.stderr.strip()}")
             failures += 1

@@ -18,6 +18,7 @@ kiln_plan.plan @decode {
   %c = kiln_plan.buffer tokens "t3" row [128] f32
   %d = kiln_plan.buffer tokens "t4" row [64] f32
   %e = kiln_plan.buffer tokens "t5" row [64] f32
+  %g = kiln_plan.buffer gathered "t6" row [64] f32
   // CHECK: dispatch embedding(%{{.*}}, @w0, %{{.*}}) attributes {gpu_launches = [#kiln_plan.launch<"kiln_embedding_h64_v16_dt1", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
   kiln_plan.dispatch embedding(%ids, @w0, %a)
   // CHECK: dispatch rms_norm({{.*}}) {eps = {{.*}}} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c64_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
@@ -31,11 +32,15 @@ kiln_plan.plan @decode {
   // A residual add is the binary kernel, its rows those of the full operand.
   // CHECK: dispatch add({{.*}}) attributes {gpu_launches = [#kiln_plan.launch<"kiln_binary_op0_c64_bc0_w4", grid [(64, 0, 1024) of 0, (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2, rows_of 0]>]}
   kiln_plan.dispatch add(%d, %a, %e)
-  // No GPU kernel: the dispatch keeps no launches and runs on the CPU.
-  // CHECK: dispatch all_reduce({{.*}}) {group = 2 : i64}{{$}}
-  // NOCPU: error: plan 'decode' dispatch 5 (all_reduce) has no GPU kernel for its shapes and weights, and targets 'gfx950' have no cpu to run it: add cpu to --target
-  // NOCPU-NOT: error
+  // An all-reduce is the communicator's gather and the rank-order sum, whose
+  // arguments the communicator passes; the grid covers the row's elements.
+  // CHECK: dispatch all_reduce({{.*}}) {group = 2 : i64} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rank_sum_w4", grid [(64, 0, 1024), (0, 1, 1), (0, 1, 1)], args []>]}
   kiln_plan.dispatch all_reduce(%e, %a) {group = 2 : i64}
+  // No GPU kernel: the dispatch keeps no launches and runs on the CPU.
+  // CHECK: dispatch all_gather_rows({{.*}}) {group = 0 : i64}{{$}}
+  // NOCPU: error: plan 'decode' dispatch 6 (all_gather_rows) has no GPU kernel for its shapes and weights, and targets 'gfx950' have no cpu to run it: add cpu to --target
+  // NOCPU-NOT: error
+  kiln_plan.dispatch all_gather_rows(%a, %g) {group = 0 : i64}
   kiln_plan.return %a
 }
 // TARGET: error: target 'gfx1100': expected cpu, gfx950 or gfx942

@@ -462,6 +462,29 @@ struct DataKernel : KernelBody {
         });
   }
 
+  /// rank_sum (f32 gathered[ranks * count], f32 out[count], i32 count,
+  /// i32 ranks), grid ceil(count / (w * wg)): out[i] = g[0][i] + g[1][i] +
+  /// ... + g[ranks - 1][i], added left to right as comm::sumInRankOrder, g[r]
+  /// = gathered + r * count. count is a multiple of w.
+  void rankSum() {
+    int64_t w = params<RankSumParams>(spec).w;
+    auto fn = func({rows(f32(), 1), rows(f32(), 1), i32(), i32()});
+    Value gathered = fn.getArgument(0), out = fn.getArgument(1);
+    Value count = fn.getArgument(2), ranks = fn.getArgument(3);
+    IrIndex start = flatStart(w);
+    IrIndex n = ir.idx(ir.toIndex(count));
+    ir.ifThen(ir.ult(start, n), [&] {
+      Value first = loadN(gathered, start, w, f32());
+      Value sum = ir.forLoop(
+          ir.idx(1), ir.idx(ir.toIndex(ranks)), 1, {first},
+          [&](IrIndex r, ValueRange acc) {
+            Value part = loadN(gathered, r * n + start, w, f32());
+            return SmallVector<Value>{arith::AddFOp::create(b, acc[0], part)};
+          })[0];
+      storeN(sum, out, start);
+    });
+  }
+
   /// Flat kernels: body(first element) for threads inside rows * rowElems.
   void flat(Value rowsArg, int64_t rowElems, int64_t w,
             const std::function<void(IrIndex)> &body) {
@@ -578,6 +601,9 @@ struct DataKernel : KernelBody {
       break;
     case KernelKind::TakeRows:
       takeRows();
+      break;
+    case KernelKind::RankSum:
+      rankSum();
       break;
     default:
       llvm_unreachable("not a data kernel");

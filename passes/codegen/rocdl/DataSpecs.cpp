@@ -181,6 +181,11 @@ std::string kiln::rocdl::validateDataSpec(const KernelSpec &spec) {
   case KernelKind::TakeRows:
     c.positive("c", params<TakeRowsParams>(spec).c);
     break;
+  case KernelKind::RankSum: {
+    int64_t w = params<RankSumParams>(spec).w;
+    c.require(w == 1 || w == 4, "w must be 1 or 4, got " + str(w));
+    break;
+  }
   case KernelKind::Fp8Gemm: {
     auto p = params<Fp8GemmParams>(spec);
     c.positive("n", p.n)

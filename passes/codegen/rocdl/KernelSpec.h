@@ -81,15 +81,17 @@ enum class KernelKind {
   GqaAttention,
   // Dense FP8 (Fp8Block128) GEMM (DataKernels.cpp).
   Fp8Gemm,
+  // The rank-order sum of an all-reduce (DataKernels.cpp).
+  RankSum,
 };
-inline constexpr std::array<std::string_view, 26> kKernelKindNames = {
+inline constexpr std::array<std::string_view, 27> kKernelKindNames = {
     "mx_gemm",       "bf16_gemm", "rms_norm",      "swiglu",
     "rope",          "argmax",    "embedding",     "layer_norm",
     "unary",         "binary",    "softmax",       "normalize",
     "group_limit",   "top_k",     "gather",        "copy_blocks",
     "take_rows",     "moe_route", "moe_align",     "moe_gate_up",
     "moe_down",      "kv_append", "mla_attention", "indexer_top_k",
-    "gqa_attention", "fp8_gemm"};
+    "gqa_attention", "fp8_gemm",  "rank_sum"};
 /// Kinds whose parameters KernelParams.def declares: all but the GEMMs.
 inline bool isGenericKind(KernelKind kind) {
   return kind != KernelKind::MxGemm && kind != KernelKind::Bf16Gemm;

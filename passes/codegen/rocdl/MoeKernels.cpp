@@ -8,7 +8,9 @@
 //     ... (lanes stride over H, then a wave sum); sigmoid; selection on
 //     s + bias after the group limit; topk rounds of a workgroup argmax
 //     (ties to the lower id, NaN last: RowOps.h order); weights = unbiased
-//     s, normalized, times the scaling factor (Router.cpp).
+//     s, normalized, times the scaling factor (Router.cpp). With el > 0
+//     (expert parallelism) the ids are this rank's stack indices id - off,
+//     or -1 for an expert outside [off, off + el), as cpu::moeForward.
 //  moe_align   (i32 ids[R * topk], i32 R, i32 sorted[], i32 blockExpert[],
 //               i32 meta[4], i32 hist[E * 256])               grid (1)
 //     vLLM moe_align_block_size: pairs p = t * topk + j grouped by expert
@@ -33,9 +35,11 @@
 //               i32 R)                    grid (ceil(H / (16 nt)), max blocks)
 //     The same over the down weights: y row p = Expert(act row p).
 //  moe_down combine=1 (f32 y[R, topk, H], f32 weights[R, topk],
-//               [f32 shared[R, H]], f32 out[R, H])            grid (R)
+//               [i32 ids[R, topk]], [f32 shared[R, H]], f32 out[R, H])
+//                                                              grid (R)
 //     out[t] = shared[t] + sum_j weights[t, j] * y[t, j] in slot order:
-//     deterministic, no atomics.
+//     deterministic, no atomics. With ep = 1 the slots whose id is -1 (an
+//     expert of another rank: no row of y was written) are skipped.
 //
 //===----------------------------------------------------------------------===//
 
@@ -166,7 +170,16 @@ struct MoeKernel : KernelBody {
       ir.ifThen(first, [&] {
         IrIndex pick = ir.idx(ir.toIndex(total[1]));
         ir.store(ir.i32(1), taken, pick);
-        ir.store(total[1], ids, t * topk + j);
+        Value id = total[1];
+        if (p.el > 0) {
+          // This rank's stack index, or -1 (cpu::moeForward).
+          Value local = arith::SubIOp::create(b, id, ir.i32(p.off));
+          Value mine = arith::AndIOp::create(
+              b, cmpi(arith::CmpIPredicate::sge, local, ir.i32(0)),
+              cmpi(arith::CmpIPredicate::slt, local, ir.i32(p.el)));
+          id = select(mine, local, ir.i32(-1));
+        }
+        ir.store(id, ids, t * topk + j);
         ir.store(ir.load(scores, pick), chosen, j);
       });
       barrier();
@@ -552,23 +565,31 @@ struct MoeKernel : KernelBody {
   void combine() {
     auto p = params<MoeDownParams>(spec);
     int64_t h = p.h, topk = p.topk;
-    bool shared = p.shared != 0;
+    bool shared = p.shared != 0, ep = p.ep != 0;
     SmallVector<Type> args = {ir.activations(f32(), topk * h),
                               ir.activations(f32(), topk)};
+    if (ep)
+      args.push_back(ir.activations(i32(), topk));
     if (shared)
       args.push_back(ir.activations(f32(), h));
     args.push_back(ir.activations(f32(), h));
     auto fn = createKernelFunc(b, module, spec, args);
     Value y = fn.getArgument(0), weights = fn.getArgument(1);
-    Value sh = shared ? fn.getArgument(2) : Value();
-    Value out = fn.getArgument(shared ? 3 : 2);
+    unsigned next = 2;
+    Value ids = ep ? fn.getArgument(next++) : Value();
+    Value sh = shared ? fn.getArgument(next++) : Value();
+    Value out = fn.getArgument(next);
     int64_t width = h % 4 == 0 ? 4 : 1;
     VectorType fv = vec(width, f32());
     IrIndex t = ir.blockId(gpu::Dimension::x);
-    SmallVector<Value> w;
-    for (int64_t j = 0; j < topk; ++j)
+    SmallVector<Value> w, mine;
+    for (int64_t j = 0; j < topk; ++j) {
       w.push_back(
           vector::BroadcastOp::create(b, fv, ir.load(weights, t * topk + j)));
+      if (ep)
+        mine.push_back(cmpi(arith::CmpIPredicate::sge,
+                            ir.load(ids, t * topk + j), ir.i32(0)));
+    }
     ir.forLoop(ir.threadId(), ir.idx(h / width), kRowBlock, {},
                [&](IrIndex i, ValueRange) {
                  IrIndex c = i * width;
@@ -578,7 +599,8 @@ struct MoeKernel : KernelBody {
                                           .getResult();
                  for (int64_t j = 0; j < topk; ++j) {
                    Value v = ir.loadVector(fv, y, (t * topk + j) * h + c);
-                   acc = math::FmaOp::create(b, v, w[j], acc);
+                   Value sum = math::FmaOp::create(b, v, w[j], acc);
+                   acc = ep ? select(mine[j], sum, acc) : sum;
                  }
                  ir.storeVector(acc, out, t * h + c);
                  return SmallVector<Value>();

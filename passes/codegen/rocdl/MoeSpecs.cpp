@@ -100,6 +100,10 @@ std::string kiln::rocdl::validateMoeSpec(const KernelSpec &spec) {
     abi::MoeRuleError rule = abi::checkMoeRouting({e, topk, groups, topkGroup});
     c.require(!rule, rule.field + " " + rule.message);
     c.require(e * p.h <= kMaxIndex, "router weight beyond 32-bit indexing");
+    // Optional: expert parallelism's share of the experts.
+    c.range("off", p.off.get(), 0, e - 1);
+    c.range("el", p.el.get(), 0, e);
+    c.require(p.off + p.el <= e, "experts off + el past the router's e");
     break;
   }
   case KernelKind::MoeAlign: {
@@ -122,6 +126,7 @@ std::string kiln::rocdl::validateMoeSpec(const KernelSpec &spec) {
     c.range("h", p.h, 1, kMaxIndex);
     c.range("topk", p.topk, 1, 64);
     c.range("shared", p.shared, 0, 1);
+    c.range("ep", p.ep.get(), 0, 1);
     c.require(wg == kRowBlock, "the workgroup must be 256 threads");
     break;
   }

@@ -3,14 +3,24 @@
 // Stands in for librccl in the RCCL backend's tests on machines without
 // ROCm: the NCCL entry points for a communicator of one rank, with "device"
 // buffers in host memory, so that the backend's calls (groups of send/recv,
-// broadcasts, the id exchange) run for real. Built twice: complete, and with
-// KILN_FAKE_RCCL_INCOMPLETE, lacking every symbol after ncclGetUniqueId.
+// broadcasts, the id exchange) run for real. Built three times: complete,
+// with KILN_FAKE_RCCL_INCOMPLETE, lacking every symbol after
+// ncclGetUniqueId, and with KILN_FAKE_RCCL_MPI, where the communicator is
+// every rank of MPI_COMM_WORLD and the collectives are MPI's on the host
+// buffers (the "device" memory of the GPU IR interpreter's libamdhip64), for
+// GPU ranks under mpirun without GPUs.
 // $KILN_FAKE_RCCL_ASYNC_ERROR makes ncclCommGetAsyncError report that code.
 // fakeRcclCalls() lists the calls made, for the tests to read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/comm/RcclApi.h"
+
+#ifdef KILN_FAKE_RCCL_MPI
+#define OMPI_SKIP_MPICXX 1 // the C API only
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +52,23 @@ void copy(void *dst, const void *src, size_t bytes) {
     std::memmove(dst, src, bytes);
 }
 
+#ifdef KILN_FAKE_RCCL_MPI
+MPI_Datatype mpiType(ncclDataType_t type) {
+  return type == ncclInt64   ? MPI_INT64_T
+         : type == ncclInt32 ? MPI_INT32_T
+                             : MPI_FLOAT;
+}
+int worldRank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+ncclResult_t mpiResult(int error) {
+  return error == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
+}
+std::vector<MPI_Request> gRequests; // a group's sends and receives
+#endif
+
 } // namespace
 
 FAKE_EXPORT const char *fakeRcclCalls() { return gCalls.c_str(); }
@@ -65,8 +92,18 @@ FAKE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
   for (size_t i = 0; i < NCCL_UNIQUE_ID_BYTES; ++i)
     if (id.internal[i] != char(i * 7 + 1))
       return ncclInvalidArgument; // the id did not arrive intact
+#ifdef KILN_FAKE_RCCL_MPI
+  int initialized = 0, size = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    return ncclInvalidUsage; // the bootstrap is MPI: it is up
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (nranks != size || rank != worldRank())
+    return ncclInvalidUsage;
+#else
   if (nranks != 1 || rank != 0)
     return ncclInvalidUsage;
+#endif
   *comm = reinterpret_cast<ncclComm_t>(new int(0));
   return ncclSuccess;
 }
@@ -96,32 +133,60 @@ FAKE_EXPORT ncclResult_t ncclAllReduce(const void *send, void *recv,
   record("ncclAllReduce");
   if (op != ncclSum)
     return ncclInvalidArgument;
+#ifdef KILN_FAKE_RCCL_MPI
+  return mpiResult(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv,
+                                 int(count), mpiType(type), MPI_SUM,
+                                 MPI_COMM_WORLD));
+#else
   copy(recv, send, bytesOf(count, type));
   return ncclSuccess;
+#endif
 }
 
 FAKE_EXPORT ncclResult_t ncclAllGather(const void *send, void *recv,
                                        size_t count, ncclDataType_t type,
                                        ncclComm_t, void *) {
   record("ncclAllGather");
+#ifdef KILN_FAKE_RCCL_MPI
+  bool inPlace = static_cast<const char *>(send) ==
+                 static_cast<char *>(recv) + worldRank() * bytesOf(count, type);
+  return mpiResult(MPI_Allgather(inPlace ? MPI_IN_PLACE : send, int(count),
+                                 mpiType(type), recv, int(count), mpiType(type),
+                                 MPI_COMM_WORLD));
+#else
   copy(recv, send, bytesOf(count, type));
   return ncclSuccess;
+#endif
 }
 
 FAKE_EXPORT ncclResult_t ncclBroadcast(const void *send, void *recv,
                                        size_t count, ncclDataType_t type,
                                        int root, ncclComm_t, void *) {
   record("ncclBroadcast");
+#ifdef KILN_FAKE_RCCL_MPI
+  if (root == worldRank())
+    copy(recv, send, bytesOf(count, type));
+  return mpiResult(
+      MPI_Bcast(recv, int(count), mpiType(type), root, MPI_COMM_WORLD));
+#else
   if (root != 0)
     return ncclInvalidArgument;
   copy(recv, send, bytesOf(count, type));
   return ncclSuccess;
+#endif
 }
 
 FAKE_EXPORT ncclResult_t ncclSend(const void *send, size_t count,
                                   ncclDataType_t type, int peer, ncclComm_t,
                                   void *) {
   record("ncclSend");
+#ifdef KILN_FAKE_RCCL_MPI
+  if (!gGroupDepth)
+    return ncclInvalidUsage;
+  gRequests.emplace_back();
+  return mpiResult(MPI_Isend(send, int(count), mpiType(type), peer, 0,
+                             MPI_COMM_WORLD, &gRequests.back()));
+#endif
   if (!gGroupDepth || peer != 0)
     return ncclInvalidUsage; // one rank: only itself, inside a group
   gSends.emplace_back(send, bytesOf(count, type));
@@ -131,6 +196,13 @@ FAKE_EXPORT ncclResult_t ncclSend(const void *send, size_t count,
 FAKE_EXPORT ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type,
                                   int peer, ncclComm_t, void *) {
   record("ncclRecv");
+#ifdef KILN_FAKE_RCCL_MPI
+  if (!gGroupDepth)
+    return ncclInvalidUsage;
+  gRequests.emplace_back();
+  return mpiResult(MPI_Irecv(recv, int(count), mpiType(type), peer, 0,
+                             MPI_COMM_WORLD, &gRequests.back()));
+#endif
   if (!gGroupDepth || peer != 0)
     return ncclInvalidUsage;
   gRecvs.emplace_back(recv, bytesOf(count, type));
@@ -149,6 +221,12 @@ FAKE_EXPORT ncclResult_t ncclGroupEnd() {
     return ncclInvalidUsage;
   if (--gGroupDepth)
     return ncclSuccess;
+#ifdef KILN_FAKE_RCCL_MPI
+  std::vector<MPI_Request> requests;
+  requests.swap(gRequests);
+  return mpiResult(
+      MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+#endif
   // Sends to self match receives from self in order, as NCCL pairs them.
   bool matched = gSends.size() == gRecvs.size();
   for (size_t i = 0; matched && i < gSends.size(); ++i) {

@@ -229,6 +229,9 @@ struct MoeFixture {
   TestWeight router, gate, up, down, sharedGate, sharedUp, sharedDown;
   std::vector<float> bias;
   float scale = 2.5f;
+  /// Expert parallelism: the stacks hold experts expertOffset, ... of the
+  /// router's cs.experts.
+  int64_t expertOffset = 0;
 
   explicit MoeFixture(const Case &c) : cs(c) {
     std::mt19937 rng(1234 + uint32_t(c.hidden * 7 + c.inter + c.topk));
@@ -433,6 +436,7 @@ std::string runGpu(MoeFixture &f, std::vector<float> &out,
                               : ArgSpec{ArgKind::None, 0});
   d.args.push_back({ArgKind::Buffer, 1});
   kiln::abi::MoeParams params;
+  params.expertOffset = f.expertOffset;
   params.topK = c.topk;
   params.nGroup = c.groups;
   params.topkGroup = c.topkGroup;
@@ -569,6 +573,76 @@ Case make(Chip chip, bool mx, bool routerBf16, int64_t h, int64_t in,
 Case fp8(Case c) {
   c.fp8 = true;
   return c;
+}
+
+/// Experts [first, first + count) of a dense (BF16) stack.
+TestWeight expertSlice(const TestWeight &w, int64_t first, int64_t count) {
+  TestWeight s = w;
+  s.count = count;
+  size_t values = size_t(w.n * w.k), bytes = w.raw.size() / size_t(w.count);
+  s.values.assign(w.values.begin() + long(first * values),
+                  w.values.begin() + long((first + count) * values));
+  s.raw.assign(w.raw.begin() + long(size_t(first) * bytes),
+               w.raw.begin() + long(size_t(first + count) * bytes));
+  return s;
+}
+
+/// Rank `rank` of `ranks` under expert parallelism: its share of the routed
+/// experts, the shared expert on rank 0 only (as kiln-compile --ep splits).
+MoeFixture epRank(const MoeFixture &whole, int64_t rank, int64_t ranks) {
+  MoeFixture part = whole;
+  int64_t count = whole.cs.experts / ranks;
+  part.expertOffset = rank * count;
+  part.gate = expertSlice(whole.gate, part.expertOffset, count);
+  part.up = expertSlice(whole.up, part.expertOffset, count);
+  part.down = expertSlice(whole.down, part.expertOffset, count);
+  part.cs.shared = whole.cs.shared && rank == 0;
+  return part;
+}
+
+// Expert parallelism over two ranks: each rank's lowering (the router's 8
+// experts, a stack of 4 from expert_offset, the shared expert on rank 0)
+// routes every token over all experts, keeps the pairs of its own and skips
+// the others; the two outputs added are the single rank's within float
+// rounding and the CPU's moeForward within the kernels' bf16 tolerance.
+// Then a bias that routes every token to rank 0's experts: rank 1's output
+// is exactly zero (every pair skipped, no shared expert) and rank 0's is the
+// whole.
+TEST(MoeLoweringEp, TwoRanksAddUpToTheWhole) {
+  Case c = make(Chip::Gfx950, false, false, 128, 64, 2, 1, true, 9, false);
+  MoeFixture whole(c);
+  for (bool oneRank : {false, true}) {
+    if (oneRank)
+      for (int64_t e = 0; e < c.experts; ++e)
+        whole.bias[size_t(e)] = e < c.experts / 2 ? 4.0f : -4.0f;
+    std::vector<float> single, sum(size_t(c.tokens * c.hidden), 0.0f);
+    ASSERT_EQ(runGpu(whole, single), "");
+    std::vector<std::vector<float>> outs(2);
+    for (int64_t r = 0; r < 2; ++r) {
+      MoeFixture part = epRank(whole, r, 2);
+      GpuDispatchLowering lowering;
+      ASSERT_EQ(runGpu(part, outs[size_t(r)], &lowering), "") << "rank " << r;
+      EXPECT_NE(lowering.launches[0].spec.symbol().find("_el4"),
+                std::string::npos)
+          << lowering.launches[0].spec.symbol();
+      for (size_t i = 0; i < sum.size(); ++i)
+        sum[i] += outs[size_t(r)][i];
+    }
+    double vsSingle = relativeL2(sum, single);
+    double vsCpu = relativeL2(sum, whole.cpuForward(whole.bias));
+    report(std::string(oneRank ? "one_rank" : "both_ranks") + ".vs_single",
+           vsSingle);
+    EXPECT_LT(vsSingle, 1e-5);
+    EXPECT_LT(vsCpu, 2e-2);
+    if (oneRank) {
+      for (float v : outs[1])
+        ASSERT_EQ(v, 0.0f);
+      EXPECT_EQ(outs[0], single);
+    } else {
+      // Each rank's share matters: rank 1 alone is far from the whole.
+      EXPECT_GT(relativeL2(outs[1], single), 0.1);
+    }
+  }
 }
 
 // FP8 block scales matter: the same weights with gate's scales reversed
