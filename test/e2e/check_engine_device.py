@@ -2,7 +2,7 @@
 """The serving engine on a device against the same engine on the CPU.
 
 usage: check_engine_device.py KILN_RUN ARTIFACT FIXTURE_DIR WORKDIR
-                              [kiln-run args...]
+                              [--ranks R] [kiln-run args...]
 
 Writes 4 requests that share an 8-token prefix (prompt ids from the
 fixture's eval text), runs them concurrently with `kiln-run --batch-file`
@@ -13,7 +13,10 @@ both: a small page pool, pages, --spec), and checks:
   alone (an independent reference);
 - the device run reports what the test exists for: prefix-cache hits,
   preemptions and, with --spec, rolled-back drafts (its stderr summary).
-Prints one line per request and per check; exits 1 on any failure.
+With --ranks R every kiln-run runs under mpirun with R ranks (an artifact
+compiled with --tp/--ep; loopback only, mpi_util.py, the KILN_* variables
+passed on). Prints one line per request and per check; exits 1 on any
+failure.
 """
 import json
 import os
@@ -23,8 +26,17 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_util import MPIRUN, mpi_env  # noqa: E402
+
 kiln_run, artifact, fixture, work = sys.argv[1:5]
 extra = sys.argv[5:]
+launcher, env = [], None
+if extra[:1] == ["--ranks"]:
+    env = mpi_env(120)
+    launcher = MPIRUN + ["-np", extra[1]] + [
+        a for k in sorted(env) if k.startswith("KILN_") for a in ("-x", k)]
+    extra = extra[2:]
 text = np.load(os.path.join(fixture, "golden", "eval_tokens.npy"))
 text = text.astype(int).tolist()
 
@@ -39,9 +51,9 @@ with open(batch, "w") as f:
 
 def run_batch(device):
     out = os.path.join(work, "device-%s.jsonl" % device)
-    run = subprocess.run([kiln_run, artifact, "--batch-file", batch, "-o", out,
-                          "--device", device] + extra,
-                         capture_output=True, text=True)
+    run = subprocess.run(launcher + [kiln_run, artifact, "--batch-file", batch,
+                                     "-o", out, "--device", device] + extra,
+                         capture_output=True, text=True, env=env)
     sys.stderr.write(run.stderr)
     if run.returncode != 0:
         print("FAIL %s exit code %d" % (device, run.returncode))
@@ -54,10 +66,11 @@ cpu, _ = run_batch("cpu")
 dev, log = run_batch("hip")
 for req, c, d in zip(requests, cpu, dev):
     alone = subprocess.run(
-        [kiln_run, artifact, "--prompt-ids",
-         ",".join(map(str, req["prompt_ids"])), "-n", str(req["max_tokens"]),
-         "--ignore-eos", "--spec", "0", "--output-format=json"],
-        capture_output=True, text=True)
+        launcher + [kiln_run, artifact, "--prompt-ids",
+                    ",".join(map(str, req["prompt_ids"])), "-n",
+                    str(req["max_tokens"]), "--ignore-eos", "--spec", "0",
+                    "--output-format=json"],
+        capture_output=True, text=True, env=env)
     ref = json.loads(alone.stdout)["ids"] if alone.returncode == 0 else None
     ok = c.get("ids") == ref and d.get("ids") == c.get("ids")
     failures += not ok
