@@ -437,14 +437,14 @@ Status HipPlanDevice::allReduce(const ValidatedPlan &plan,
     }
     return gathered_;
   };
-  // The launch's grid covers the rows' elements; the communicator passes
-  // the group's gathered parts and their count.
+  // The communicator passes the group's gathered parts and their count;
+  // the launch's grid (div elements per workgroup) covers the count.
   sum.sum = [&](const void *gathered, void *result, size_t count, int ranks,
                 void *) -> Status {
     LaunchDims dims;
-    int64_t groups = (rows * l.mul[0] + l.add[0] + l.div[0] - 1) /
-                     std::max<int64_t>(1, l.div[0]);
-    dims.grid = {uint32_t(std::max<int64_t>(groups, 1)), 1, 1};
+    int64_t per = std::max<int64_t>(1, l.div[0]);
+    int64_t workgroups = (int64_t(count) + per - 1) / per;
+    dims.grid = {uint32_t(std::max<int64_t>(workgroups, 1)), 1, 1};
     dims.block = {l.workgroupSize, 1, 1};
     KernelArgs args;
     args.pointer(const_cast<void *>(gathered));
