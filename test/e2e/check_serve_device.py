@@ -2,15 +2,17 @@
 """kiln-serve --device hip end to end, through http.client.
 
 usage: check_serve_device.py KILN_SERVE KILN_RUN ARTIFACT FIXTURE_DIR WORKDIR
-                             [kiln-serve args...]
+                             [--ranks R] [kiln-serve args...]
 
 Starts kiln-serve with `--device hip` (the extra arguments added; the
 environment's KILN_HIP_LIBRARY picks the HIP runtime) on a free loopback
 port and checks: the status line names the device; 4 concurrent greedy
 completions of prompts sharing a prefix, streamed and whole, equal
 `kiln-run --prompt-ids` on the CPU; a repeat of one prompt reports cached
-prompt tokens; /metrics counts the requests. Prints one line per check;
-exits 1 on failure.
+prompt tokens; /metrics counts the requests. With --ranks R the server and
+the reference kiln-run run under mpirun with R ranks (an artifact compiled
+with --tp/--ep; loopback only, the KILN_* variables passed on). Prints one
+line per check; exits 1 on failure.
 """
 import http.client
 import json
@@ -22,10 +24,17 @@ import threading
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_util import MPIRUN, mpi_env  # noqa: E402
 from serve_util import Checks, request, start_server  # noqa: E402
 
 serve, kiln_run, artifact, fixture, work = sys.argv[1:6]
 extra = sys.argv[6:]
+launcher, env = [], None
+if extra[:1] == ["--ranks"]:
+    env = mpi_env(120)
+    launcher = MPIRUN + ["-np", extra[1]] + [
+        a for k in sorted(env) if k.startswith("KILN_") for a in ("-x", k)]
+    extra = extra[2:]
 text = np.load(os.path.join(fixture, "golden", "eval_tokens.npy"))
 text = text.astype(int).tolist()
 check = Checks()
@@ -36,10 +45,12 @@ max_tokens = 5
 
 
 def kiln_run_text(ids):
-    out = subprocess.run([kiln_run, artifact, "--prompt-ids",
-                          ",".join(map(str, ids)), "-n", str(max_tokens),
-                          "--ignore-eos", "--output-format", "json"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(launcher + [kiln_run, artifact, "--prompt-ids",
+                                     ",".join(map(str, ids)), "-n",
+                                     str(max_tokens), "--ignore-eos",
+                                     "--output-format", "json"],
+                         capture_output=True, text=True, check=True,
+                         env=env).stdout
     return json.loads(out)["text"]
 
 
@@ -59,7 +70,8 @@ def streamed_text(port, body):
 
 want = [kiln_run_text(p) for p in prompts]
 proc, port = start_server(serve, artifact, work, "--device", "hip",
-                          "--log-interval", "0", *extra)
+                          "--log-interval", "0", *extra, launcher=launcher,
+                          env=env)
 results = [None] * len(prompts)
 
 
