@@ -18,6 +18,7 @@ namespace kiln::hip {
 using hipError_t = int;
 inline constexpr hipError_t hipSuccess = 0;
 inline constexpr hipError_t hipErrorNoDevice = 100;
+inline constexpr hipError_t hipErrorNotReady = 600;
 
 using hipModule_t = struct ihipModule_t *;
 using hipFunction_t = struct ihipModuleSymbol_t *;
@@ -60,6 +61,7 @@ inline void *const HIP_LAUNCH_PARAM_END = reinterpret_cast<void *>(0x03);
   X(hipStreamCreate, hipError_t, (hipStream_t * stream))                       \
   X(hipStreamDestroy, hipError_t, (hipStream_t stream))                        \
   X(hipStreamSynchronize, hipError_t, (hipStream_t stream))                    \
+  X(hipStreamQuery, hipError_t, (hipStream_t stream))                          \
   X(hipGetErrorString, const char *, (hipError_t error))
 
 } // namespace kiln::hip

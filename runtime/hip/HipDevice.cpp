@@ -2,8 +2,11 @@
 
 #include "runtime/hip/HipDevice.h"
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 using namespace kiln;
 using namespace kiln::hip;
@@ -105,6 +108,36 @@ Status HipDevice::launch(hipFunction_t function, const LaunchDims &dims,
 Status HipDevice::synchronize() {
   KILN_HIP_RETURN_IF_ERROR(*symbols_, hipStreamSynchronize(stream_));
   return Status::ok();
+}
+
+Status HipDevice::synchronize(double seconds, const std::string &why) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  for (int polls = 0;; ++polls) {
+    hipError_t state = symbols_->hipStreamQuery(stream_);
+    if (state == hipSuccess)
+      return Status::ok();
+    if (state != hipErrorNotReady)
+      return hipStatus(*symbols_, state, "hipStreamQuery(stream)", __FILE__,
+                       __LINE__);
+    double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    if (waited >= seconds) {
+      char shown[32];
+      std::snprintf(shown, sizeof(shown), "%.1f", seconds);
+      return makeError(StatusCode::Unavailable, "GPU ", ordinal_,
+                       ": its queued work did not finish within ", shown, " s",
+                       why.empty() ? "" : " (" + why + ")");
+    }
+    // Back to back at first, then yielding, then sleeping: a decode step
+    // is milliseconds, a stuck collective is forever.
+    if (polls < 64)
+      continue;
+    if (waited < 0.01)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(waited < 0.1 ? 100 : 1000));
+  }
 }
 
 Result<void *> HipDevice::allocate(size_t bytes) {

@@ -68,6 +68,10 @@ public:
   Status launch(hipFunction_t function, const LaunchDims &dims,
                 const KernelArgs &args);
   Status synchronize();
+  /// synchronize() with a deadline: Unavailable when the stream's work is
+  /// not done within `seconds` (a kernel or collective that never ends, e.g.
+  /// a peer rank that died inside an RCCL call). `why` ends the message.
+  Status synchronize(double seconds, const std::string &why);
 
   Result<void *> allocate(size_t bytes);
   Status release(void *pointer);

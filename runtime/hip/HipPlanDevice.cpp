@@ -108,6 +108,7 @@ Status HipPlanDevice::prepare(const HipPlanOptions &options) {
           "the collectives of a model split over " +
           std::to_string(ranks->size()) + " ranks, on the GPU");
     rccl_ = std::move(rccl).value();
+    KILN_ASSIGN_OR_RETURN(waitSeconds_, comm::resolveTimeout(commOptions));
   }
   slots_ = options.slots;
   capacity_ = options.capacity;
@@ -672,7 +673,21 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
                              std::to_string(step.dispatch) + "] " + l.symbol);
     }
   }
-  KILN_RETURN_IF_ERROR(device_->synchronize());
+  if (rccl_) {
+    // A peer that died inside a collective leaves this rank's stream
+    // waiting forever: give up after the collectives' timeout, naming RCCL's
+    // own error when it has one.
+    Status done = device_->synchronize(
+        waitSeconds_, "a rank died or hangs inside a collective, or a kernel "
+                      "never ends; timeout from KILN_COMM_TIMEOUT_S");
+    if (!done.isOk()) {
+      Status async = rccl_->asyncError();
+      return (async.isOk() ? done : async)
+          .withContext(name() + ": plan '" + plan.name() + "'");
+    }
+  } else {
+    KILN_RETURN_IF_ERROR(device_->synchronize());
+  }
   state.logits.resize(size_t(in.logitCount * plan.vocab()));
   if (!state.logits.empty())
     KILN_RETURN_IF_ERROR(device_->copyToHost(state.logits.data(),

@@ -155,6 +155,8 @@ private:
   std::unique_ptr<comm::RcclCommunicator> rccl_;
   void *gathered_ = nullptr; // its all-gather buffer
   size_t gatheredBytes_ = 0;
+  /// How long a plan call waits for the GPU when ranks share its work.
+  double waitSeconds_ = 0;
 };
 
 } // namespace kiln::hip

@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as tmp:
                "--dump-logits", logits_file, "--spec", args.spec] + args.extra
         env = None
         if args.ranks:
-            env = mpi_env(120)
+            env = mpi_env(os.environ.get("KILN_COMM_TIMEOUT_S", 120))
             passed = [a for k in sorted(env) if k.startswith("KILN_")
                       for a in ("-x", k)]
             cmd = MPIRUN + ["-np", str(args.ranks)] + passed + cmd

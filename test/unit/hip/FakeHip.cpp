@@ -1,7 +1,9 @@
 //===- FakeHip.cpp - A stand-in libamdhip64 for the HIP device tests -----===//
 //
 // Exports the entry points Kiln resolves, with host memory behind them.
-// KILN_FAKE_HIP_DEVICES (default 0) sets the device count. The last launch
+// KILN_FAKE_HIP_DEVICES (default 0) sets the device count,
+// KILN_FAKE_HIP_STREAM_STUCK makes hipStreamQuery say "not ready" forever. The
+// last launch
 // is recorded in kiln_fake_hip_last_launch for the tests to inspect. Built
 // with KILN_FAKE_HIP_INCOMPLETE it lacks hipStreamSynchronize.
 //
@@ -111,6 +113,12 @@ EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
 #ifndef KILN_FAKE_HIP_INCOMPLETE
 EXPORT hipError_t hipStreamSynchronize(hipStream_t) { return 0; }
 #endif
+/// KILN_FAKE_HIP_STREAM_STUCK set: the stream never finishes (a collective
+/// whose peer died).
+EXPORT hipError_t hipStreamQuery(hipStream_t) {
+  return std::getenv("KILN_FAKE_HIP_STREAM_STUCK") ? kiln::hip::hipErrorNotReady
+                                                   : 0;
+}
 EXPORT const char *hipGetErrorString(hipError_t error) {
   switch (error) {
   case 500:

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -161,6 +163,27 @@ TEST(HipDevice, ErrorsNameTheCallAndLocation) {
   ASSERT_FALSE(missing.isOk());
   EXPECT_EQ(missing.status().message(),
             "GPU 3 does not exist: the HIP runtime reports 1 device");
+}
+
+// A stream that never finishes (a peer rank died inside a collective):
+// the bounded wait gives up after its deadline with a message that says
+// why; a finished stream returns at once.
+TEST(HipDevice, BoundedWaitGivesUpOnAStuckStream) {
+  ScopedDevices devices("1");
+  auto opened = HipDevice::open(fake());
+  ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+  EXPECT_TRUE((*opened)->synchronize(5.0, "").isOk());
+  setenv("KILN_FAKE_HIP_STREAM_STUCK", "1", 1);
+  auto start = std::chrono::steady_clock::now();
+  Status stuck = (*opened)->synchronize(0.2, "a rank died");
+  double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  unsetenv("KILN_FAKE_HIP_STREAM_STUCK");
+  EXPECT_EQ(stuck.code(), StatusCode::Unavailable);
+  EXPECT_EQ(stuck.message(), "GPU 0: its queued work did not finish within "
+                             "0.2 s (a rank died)");
+  EXPECT_GE(waited, 0.2);
 }
 
 } // namespace

@@ -213,6 +213,13 @@ EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
   return 0;
 }
 EXPORT hipError_t hipStreamSynchronize(hipStream_t) { return 0; }
+/// Launches run to completion when made: the stream is done, unless
+/// KILN_INTERP_HIP_STREAM_STUCK says to stand for a GPU whose queued work
+/// never ends (a collective whose peer died).
+EXPORT hipError_t hipStreamQuery(hipStream_t) {
+  return std::getenv("KILN_INTERP_HIP_STREAM_STUCK") ? 600 // hipErrorNotReady
+                                                     : 0;
+}
 EXPORT const char *hipGetErrorString(hipError_t error) {
   switch (error) {
   case kNotFound:
