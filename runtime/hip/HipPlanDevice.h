@@ -21,8 +21,10 @@
 //            them in, launches every dispatch's kernels in order on one
 //            stream, copies the logits (and hidden rows) back.
 //
-// Sequence lengths are kept on the host, as the CPU caches keep theirs, so
-// rollback after speculative decoding is a length change.
+// HipPlanDevice.cpp loads and runs the plans; HipPlanCaches.cpp keeps the
+// caches, slots and page pool. Sequence lengths are kept on the host, as the
+// CPU caches keep theirs, so rollback after speculative decoding is a length
+// change.
 //
 //===----------------------------------------------------------------------===//
 
