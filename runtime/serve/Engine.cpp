@@ -245,7 +245,10 @@ Result<std::unique_ptr<Engine>> Engine::create(Model &model,
                            : std::string("cannot read the available "
                                          "memory (/proc/meminfo)"),
                        ": give the KV memory in bytes");
-    budget = int64_t(double(avail) * options.kvMemoryFraction);
+    double fraction = options.kvMemoryFraction > 0 ? options.kvMemoryFraction
+                      : device ? kDefaultDeviceKvMemoryFraction
+                               : kDefaultKvMemoryFraction;
+    budget = int64_t(double(avail) * fraction);
   }
   layout.pages = budget / layout.pageBytes;
   if (comm::Communicator *comm = model.comm();

@@ -48,12 +48,19 @@ namespace kiln::serve {
 
 inline constexpr int64_t kDefaultPageRows = 64;
 inline constexpr int64_t kDefaultMaxBatchedTokens = 2048;
+/// Of the host's MemAvailable: the CPU shares it with everything else.
 inline constexpr double kDefaultKvMemoryFraction = 0.25;
+/// Of a GPU's free memory once the weights are on it (vLLM's
+/// gpu_memory_utilization and sglang's mem_fraction_static are 0.9 of the
+/// total): the rest holds the plans' buffers and scratch.
+inline constexpr double kDefaultDeviceKvMemoryFraction = 0.9;
 
 struct EngineOptions {
   /// Bytes for the KV pool; 0: kvMemoryFraction of the memory available.
   int64_t kvMemoryBytes = 0;
-  double kvMemoryFraction = kDefaultKvMemoryFraction;
+  /// 0: kDefaultKvMemoryFraction on the CPU, kDefaultDeviceKvMemoryFraction
+  /// with a device attached.
+  double kvMemoryFraction = 0;
   /// Tokens per page (every cache of the model pages alike).
   int64_t pageRows = kDefaultPageRows;
   /// Rows of the target plan per step.

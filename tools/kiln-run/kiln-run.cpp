@@ -85,7 +85,8 @@ Serving engine (generation on the CPU, and --batch-file on either device):
                             one sequence's pages, or with --batch-file a
                             quarter of the available memory)
   --kv-fraction F           without --kv-memory: this fraction of the
-                            available memory (default 0.25; --batch-file)
+                            available memory (default 0.25 of the host's,
+                            0.9 of the GPU's free; --batch-file)
   --page-size N             tokens per KV page (default 64)
   --max-batched-tokens N    target rows per step (default 2048; a single
                             generation uses --prefill-chunk)

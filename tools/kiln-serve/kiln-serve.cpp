@@ -79,10 +79,11 @@ const char *kUsage =
   --mxfp4-activations f32|int8
                             MXFP4 matmuls: exact FP32 activations (default)
                             or int8 per 32-value block (docs/cpu.md)
-  --kv-memory BYTES         KV page pool (suffix K, M, G; default a quarter
-                            of the available host or GPU memory)
+  --kv-memory BYTES         KV page pool (suffix K, M, G; default: see
+                            --kv-fraction)
   --kv-fraction F           without --kv-memory: this fraction of the
-                            available memory (default 0.25)
+                            available memory (default 0.25 of the host's,
+                            0.9 of the GPU's free memory with --device hip)
   --page-size N             tokens per KV page (default 64)
   --max-batched-tokens N    target rows per engine step (default 2048)
   --max-running N           requests running at once (default 256)
