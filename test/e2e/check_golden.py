@@ -26,7 +26,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mpi_util import MPIRUN, mpi_env  # noqa: E402
+from mpi_util import mpi_launcher  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("kiln_run")
@@ -69,10 +69,9 @@ with tempfile.TemporaryDirectory() as tmp:
                "--dump-logits", logits_file, "--spec", args.spec] + args.extra
         env = None
         if args.ranks:
-            env = mpi_env(os.environ.get("KILN_COMM_TIMEOUT_S", 120))
-            passed = [a for k in sorted(env) if k.startswith("KILN_")
-                      for a in ("-x", k)]
-            cmd = MPIRUN + ["-np", str(args.ranks)] + passed + cmd
+            launcher, env = mpi_launcher(
+                args.ranks, os.environ.get("KILN_COMM_TIMEOUT_S", 120))
+            cmd = launcher + cmd
         out = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if out.returncode != 0:
             print(f"FAIL {p['name']}: kiln-run exited {out.returncode}: {out.stderr.strip()}")

@@ -24,16 +24,14 @@ import threading
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mpi_util import MPIRUN, mpi_env  # noqa: E402
+from mpi_util import mpi_launcher  # noqa: E402
 from serve_util import Checks, request, start_server  # noqa: E402
 
 serve, kiln_run, artifact, fixture, work = sys.argv[1:6]
 extra = sys.argv[6:]
 launcher, env = [], None
 if extra[:1] == ["--ranks"]:
-    env = mpi_env(120)
-    launcher = MPIRUN + ["-np", extra[1]] + [
-        a for k in sorted(env) if k.startswith("KILN_") for a in ("-x", k)]
+    launcher, env = mpi_launcher(extra[1], 120)
     extra = extra[2:]
 text = np.load(os.path.join(fixture, "golden", "eval_tokens.npy"))
 text = text.astype(int).tolist()

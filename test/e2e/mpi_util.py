@@ -17,6 +17,16 @@ def mpi_env(timeout_s):
                 KILN_COMM_TIMEOUT_S=str(timeout_s))
 
 
+def mpi_launcher(ranks, timeout_s):
+    """(command prefix, environment) that run a tool as `ranks` MPI ranks,
+    passing this process's KILN_* variables (the HIP and RCCL libraries, the
+    timeout) on to every rank."""
+    env = mpi_env(timeout_s)
+    passed = [a for k in sorted(env) if k.startswith("KILN_")
+              for a in ("-x", k)]
+    return MPIRUN + ["-np", str(ranks)] + passed, env
+
+
 def _parent_of(pid):
     try:
         stat = open(f"/proc/{pid}/stat").read()

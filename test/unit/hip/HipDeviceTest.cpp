@@ -165,6 +165,23 @@ TEST(HipDevice, ErrorsNameTheCallAndLocation) {
             "GPU 3 does not exist: the HIP runtime reports 1 device");
 }
 
+// The default GPU is the process's local rank modulo the GPUs (one GPU per
+// rank of an mpirun job); an explicit ordinal wins.
+TEST(HipDevice, DefaultGpuIsTheLocalRank) {
+  ScopedDevices devices("2");
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+  auto byRank = HipDevice::open(fake());
+  HipDeviceOptions explicitZero = fake();
+  explicitZero.ordinal = 0;
+  auto chosen = HipDevice::open(explicitZero);
+  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  auto alone = HipDevice::open(fake());
+  ASSERT_TRUE(byRank.isOk() && chosen.isOk() && alone.isOk());
+  EXPECT_EQ((*byRank)->ordinal(), 1);
+  EXPECT_EQ((*chosen)->ordinal(), 0);
+  EXPECT_EQ((*alone)->ordinal(), 0);
+}
+
 // A stream that never finishes (a peer rank died inside a collective):
 // the bounded wait gives up after its deadline with a message that says
 // why; a finished stream returns at once.

@@ -221,6 +221,12 @@ TEST_F(HipPlanDeviceTest, ThePagePoolAndItsLimits) {
             std::string::npos)
       << busy.toString();
   model->closeSequence(0);
+  Status huge = model->usePool(int64_t(1) << 20, 1 << 12);
+  EXPECT_EQ(huge.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(huge.message().find("a pool of 1048576 pages of 4096 rows, "
+                                "expected pages x rows below 2^31"),
+            std::string::npos)
+      << huge.toString();
   ASSERT_TRUE(model->usePool(6, 4).isOk());
 
   // Sequence 0 holds pages 5 and 2: six rows, then two more appended.
@@ -269,6 +275,23 @@ TEST_F(HipPlanDeviceTest, ThePagePoolAndItsLimits) {
   // An empty table for a sequence the device does not know takes no slot.
   EXPECT_TRUE(model->setPageTable(9, pages.data(), 0, 0, 0).isOk());
   EXPECT_EQ(model->sequenceLength(9), 0);
+}
+
+TEST_F(HipPlanDeviceTest, PageRowsOptionIsChecked) {
+  auto model = load(kAllKernels, path_);
+  ASSERT_TRUE(model);
+  HipPlanOptions options = fakeOptions();
+  options.pageRows = 0;
+  auto device = HipPlanDevice::create(*model, options);
+  ASSERT_FALSE(device.isOk());
+  EXPECT_EQ(device.status().message(),
+            "HIP device: pages of 0 rows, expected 1 to 65536");
+  // Pages are rounded to the capacity: 16 positions hold pages of 16.
+  options.pageRows = 64;
+  device = HipPlanDevice::create(*model, options);
+  ASSERT_TRUE(device.isOk()) << device.status().toString();
+  EXPECT_EQ(device.value()->pageRows(), 16);
+  EXPECT_EQ(device.value()->capacity(), 16);
 }
 
 TEST_F(HipPlanDeviceTest, AttachesOnlyBeforeAnySequenceHoldsRows) {

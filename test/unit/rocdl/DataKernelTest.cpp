@@ -22,6 +22,7 @@
 #include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/emit/GpuLaunch.h"
 
+#include "runtime/comm/Communicator.h"
 #include "runtime/cpu/Dequant.h"
 #include "runtime/cpu/Elementwise.h"
 #include "runtime/cpu/Embedding.h"
@@ -546,6 +547,41 @@ TEST(DataKernel, TakeRowsWithOutOfRangeRows) {
         std::memcpy(&expect[r * size_t(c)], &x[size_t(rowsIdx[r] * c)],
                     size_t(c) * 4);
     EXPECT_EQ(out, expect) << "take_rows c " << c;
+  }
+}
+
+// rank_sum is the GPU half of the all-reduce: the gathered parts added left
+// to right in rank order, bit for bit comm::sumInRankOrder (the CPU ranks'
+// sum), for 1 to 5 ranks, both widths, a count that leaves a partial
+// workgroup, and values whose sum depends on the order. Summing the ranks in
+// reverse must differ somewhere.
+TEST(DataKernel, RankSumIsTheRankOrderSum) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> mag(-20.0f, 20.0f);
+  for (int64_t w : {1, 4}) {
+    for (int ranks : {1, 2, 3, 5}) {
+      const int64_t count = 1028; // 4 x 257: 5 workgroups of 256 at w 1
+      std::vector<float> gathered(size_t(ranks * count));
+      for (float &v : gathered)
+        v = std::ldexp(mag(rng), int(rng() % 40) - 20);
+      std::vector<float> out(size_t(count), NAN);
+      std::vector<float> expect(size_t(count), 0.0f);
+      run(spec(KernelKind::RankSum, {{"w", w}}), flatGrid(count, w),
+          {KernelArg::of(gathered), KernelArg::of(out),
+           KernelArg::i32(int32_t(count)), KernelArg::i32(ranks)});
+      comm::sumInRankOrder(gathered.data(), expect.data(), size_t(count), ranks,
+                           comm::DataType::F32);
+      for (int64_t i = 0; i < count; ++i)
+        ASSERT_EQ(bits(out[size_t(i)]), bits(expect[size_t(i)]))
+            << "w " << w << " ranks " << ranks << " element " << i;
+      if (ranks >= 3) {
+        std::vector<float> reversed(size_t(count), 0.0f);
+        for (int r = ranks - 1; r >= 0; --r)
+          for (int64_t i = 0; i < count; ++i)
+            reversed[size_t(i)] += gathered[size_t(r * count + i)];
+        EXPECT_NE(reversed, out) << "the order must matter for this data";
+      }
+    }
   }
 }
 
