@@ -136,6 +136,11 @@ std::string kiln::cpu::cpuSummary() {
          std::string(mxfp4ActivationsName(mxfp4Activations())) +
          (mxfp4Activations() == Mxfp4Activations::Int8
               ? (useAvx512Vnni() ? " (avx512-vnni)" : " (scalar)")
+              : "") +
+         "; bf16 activations: " +
+         std::string(bf16ActivationsName(bf16Activations())) +
+         (bf16Activations() == Bf16Activations::BF16
+              ? (useAvx512Bf16() ? " (avx512-bf16)" : " (scalar)")
               : "");
 }
 
@@ -192,50 +197,72 @@ void kiln::cpu::setForceScalar(bool force) {
 }
 
 //===----------------------------------------------------------------------===//
-// MXFP4 activations
+// Activation modes (MXFP4: f32 or int8; BF16: f32 or bf16)
 //===----------------------------------------------------------------------===//
 
 namespace {
-std::atomic<int> mxfp4Mode{kUnset};
+/// One activation mode: two named values, the first the default, set by
+/// $env or set(); the environment is read once, before any set() wins.
+struct ActivationMode {
+  const char *env, *what;
+  std::string_view names[2];
+  std::atomic<int> chosen{kUnset};
 
-bool applyMxfp4Mode(std::string_view name, std::string *error) {
-  Mxfp4Activations mode;
-  if (name == "f32")
-    mode = Mxfp4Activations::F32;
-  else if (name == "int8")
-    mode = Mxfp4Activations::Int8;
-  else {
+  bool apply(std::string_view name, std::string *error) {
+    for (int i = 0; i < 2; ++i)
+      if (name == names[i]) {
+        chosen.store(i, std::memory_order_relaxed);
+        return true;
+      }
     if (error)
-      *error = "unknown MXFP4 activation mode '" + std::string(name) +
-               "', expected f32 or int8";
+      *error = "unknown " + std::string(what) + " activation mode '" +
+               std::string(name) + "', expected " + std::string(names[0]) +
+               " or " + std::string(names[1]);
     return false;
   }
-  mxfp4Mode.store(int(mode), std::memory_order_relaxed);
-  return true;
-}
+  int fromEnvironment() {
+    const char *value = std::getenv(env);
+    std::string error;
+    if (value && *value && !apply(value, &error))
+      std::fprintf(stderr, "kiln: $%s: %s; using %s\n", env, error.c_str(),
+                   names[0].data());
+    int v = chosen.load(std::memory_order_relaxed);
+    return v == kUnset ? 0 : v;
+  }
+  int current(int initial) const {
+    int v = chosen.load(std::memory_order_relaxed);
+    return v == kUnset ? initial : v;
+  }
+};
 
-Mxfp4Activations mxfp4FromEnvironment() {
-  const char *env = std::getenv("KILN_MXFP4_ACTIVATIONS");
-  std::string error;
-  if (env && *env && !applyMxfp4Mode(env, &error))
-    std::fprintf(stderr, "kiln: $KILN_MXFP4_ACTIVATIONS: %s; using f32\n",
-                 error.c_str());
-  int v = mxfp4Mode.load(std::memory_order_relaxed);
-  return v == kUnset ? Mxfp4Activations::F32 : Mxfp4Activations(v);
-}
+ActivationMode mxfp4Mode{"KILN_MXFP4_ACTIVATIONS", "MXFP4", {"f32", "int8"}};
+ActivationMode bf16Mode{"KILN_BF16_ACTIVATIONS", "BF16", {"f32", "bf16"}};
 } // namespace
 
 std::string_view kiln::cpu::mxfp4ActivationsName(Mxfp4Activations mode) {
-  return mode == Mxfp4Activations::Int8 ? "int8" : "f32";
+  return mxfp4Mode.names[int(mode)];
 }
 
 Mxfp4Activations kiln::cpu::mxfp4Activations() {
-  static const Mxfp4Activations initial = mxfp4FromEnvironment();
-  int v = mxfp4Mode.load(std::memory_order_relaxed);
-  return v == kUnset ? initial : Mxfp4Activations(v);
+  static const int initial = mxfp4Mode.fromEnvironment();
+  return Mxfp4Activations(mxfp4Mode.current(initial));
 }
 
 bool kiln::cpu::setMxfp4Activations(std::string_view name, std::string *error) {
   (void)mxfp4Activations(); // the environment first, so that this call wins
-  return applyMxfp4Mode(name, error);
+  return mxfp4Mode.apply(name, error);
+}
+
+std::string_view kiln::cpu::bf16ActivationsName(Bf16Activations mode) {
+  return bf16Mode.names[int(mode)];
+}
+
+Bf16Activations kiln::cpu::bf16Activations() {
+  static const int initial = bf16Mode.fromEnvironment();
+  return Bf16Activations(bf16Mode.current(initial));
+}
+
+bool kiln::cpu::setBf16Activations(std::string_view name, std::string *error) {
+  (void)bf16Activations(); // the environment first, so that this call wins
+  return bf16Mode.apply(name, error);
 }

@@ -44,8 +44,8 @@ CpuPath cpuPath();
 bool setCpuPath(std::string_view name, std::string *error);
 
 /// "cpu: MODEL; features: LIST; kernel path: PATH (best here: PATH);
-/// mxfp4 activations: MODE", the line tools print so a measurement says
-/// which code ran.
+/// mxfp4 activations: MODE; bf16 activations: MODE", the line tools print so a
+/// measurement says which code ran.
 std::string cpuSummary();
 
 /// True if this CPU has AVX-512 F, BW and VL (and the OS saves ZMM state).
@@ -55,6 +55,10 @@ inline bool useAvx512() { return cpuPath() == CpuPath::Avx512; }
 /// True if the int8 dot products (Mxfp4Activations::Int8) take AVX-512 VNNI
 /// (vpdpbusd); without it they run the scalar reference.
 inline bool useAvx512Vnni() { return useAvx512() && cpuFeatures().avx512vnni; }
+
+/// True if the BF16 dot products (Bf16Activations::BF16) take AVX-512 BF16
+/// (vdpbf16ps); without it they run the scalar reference.
+inline bool useAvx512Bf16() { return useAvx512() && cpuFeatures().avx512bf16; }
 
 /// Test hook: makes every kernel take its portable scalar path (true) or the
 /// best one (false).
@@ -75,6 +79,22 @@ Mxfp4Activations mxfp4Activations();
 /// Chooses `name` (f32 or int8). False, with `error` naming the value, if
 /// it is unknown.
 bool setMxfp4Activations(std::string_view name, std::string *error);
+
+/// How BF16 weights meet the activations in a matmul:
+///  - F32: the exact path, each BF16 weight widened to FP32 (default);
+///  - BF16: activations rounded to BF16, pairs of products added as AVX-512
+///    BF16's vdpbf16ps adds them (MatmulBf16.h).
+/// Both are bit-identical across threads and batch composition; BF16 gives
+/// up the activations' low 16 bits for speed (docs/cpu.md).
+enum class Bf16Activations { F32, BF16 };
+
+std::string_view bf16ActivationsName(Bf16Activations mode);
+/// The mode the kernels use: F32, or what $KILN_BF16_ACTIVATIONS or
+/// setBf16Activations() chose.
+Bf16Activations bf16Activations();
+/// Chooses `name` (f32 or bf16). False, with `error` naming the value, if
+/// it is unknown.
+bool setBf16Activations(std::string_view name, std::string *error);
 
 } // namespace kiln::cpu
 

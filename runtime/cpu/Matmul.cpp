@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/CpuFeatures.h"
+#include "runtime/cpu/MatmulBf16.h"
 #include "runtime/cpu/MatmulKernels.h"
 #include "runtime/cpu/MatmulQ8.h"
 
@@ -20,7 +21,7 @@ struct ScratchSlot {
   std::unique_ptr<float, AlignedFree> data;
   size_t count = 0;
 };
-constexpr int kScratchSlots = 4;
+constexpr int kScratchSlots = 5;
 } // namespace
 
 float *kiln::cpu::threadScratch(int slot, size_t count) {
@@ -40,6 +41,8 @@ void kiln::cpu::matmulRows(const MatmulRows &io, const WeightView &w,
     return;
   if (usesInt8(w))
     return matmulRowsQ8(io, w, nBegin, nEnd);
+  if (usesBf16Dot(w))
+    return matmulRowsBf16(io, w, nBegin, nEnd);
   if (useAvx512())
     matmulRowsAvx512(io, w, nBegin, nEnd);
   else
@@ -54,6 +57,13 @@ void kiln::cpu::matmul(ThreadPool &pool, const float *x, int64_t T,
   io.y = y;
   io.yStride = w.rows;
   io.tokens = T;
+  if (usesBf16Dot(w)) { // once here, not in every thread's every chunk
+    const int64_t padded = bf16RowLength(w.cols);
+    auto *rounded = reinterpret_cast<uint16_t *>(
+        threadScratch(4, size_t(T * padded + 1) / 2));
+    roundRowsBf16(pool, x, w.cols, T, w.cols, rounded);
+    io.xBf16 = rounded;
+  }
   // Whole 32-row tiles per thread keep the GEMM tiles full; GEMV rows are
   // independent, so any split gives the same bits. A weight row costs K
   // multiply-adds per token.

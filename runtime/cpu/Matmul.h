@@ -18,6 +18,8 @@
 // MatmulQ8.h instead: activations rounded to int8 per 32-value block and
 // exact integer dot products per block, with their own fixed order, so
 // those results are bit-identical across threads, batches and paths too.
+// BF16 weights under bf16Activations() == BF16 follow MatmulBf16.h: BF16
+// activations and the pairwise order of vdpbf16ps, equally fixed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +57,11 @@ struct MatmulRows {
   /// 32), addressed through xIndex as x is. Saves quantizing the same rows
   /// on every call; the result is the same.
   const Q8Block *xQ8 = nullptr;
+  /// Optional, for weights that take BF16 activations (usesBf16Dot(w)): x's
+  /// rows already rounded by roundRowsBf16(), row r at xBf16 + r *
+  /// bf16RowLength(K), addressed through xIndex as x is. Rounding inside
+  /// every call costs as much as the products when a call has few rows.
+  const uint16_t *xBf16 = nullptr;
 
   const float *xRow(int64_t t) const {
     return x + (xIndex ? xIndex[t] : t) * xStride;
@@ -74,6 +81,10 @@ void matmulRows(const MatmulRows &io, const WeightView &w, int64_t nBegin,
 /// Mxfp4Activations::Int8, MatmulQ8.h).
 bool usesInt8(const WeightView &w);
 
+/// Whether a matmul with `w` rounds its activations to BF16 (BF16 under
+/// Bf16Activations::BF16, MatmulBf16.h).
+bool usesBf16Dot(const WeightView &w);
+
 /// Bytes quantizeRowsQ8() writes for `rows` rows of K values.
 inline size_t q8Bytes(int64_t rows, int64_t K) {
   return size_t(rows) * size_t(K / 32) * 64;
@@ -84,6 +95,15 @@ inline size_t q8Bytes(int64_t rows, int64_t K) {
 /// bytes, 64-byte aligned.
 void quantizeRowsQ8(ThreadPool &pool, const float *x, int64_t stride,
                     int64_t rows, int64_t K, Q8Block *out);
+
+/// Values per BF16 activation row: K rounded up to a multiple of 32.
+inline int64_t bf16RowLength(int64_t K) { return (K + 31) / 32 * 32; }
+
+/// Rounds rows [0, rows) of x (row r at x + r * stride, K values) for
+/// MatmulRows::xBf16, rows split over the pool. `out`: rows *
+/// bf16RowLength(K) values, 64-byte aligned.
+void roundRowsBf16(ThreadPool &pool, const float *x, int64_t stride,
+                   int64_t rows, int64_t K, uint16_t *out);
 
 /// Token counts up to this take the GEMV path.
 constexpr int64_t kGemvMaxTokens = 4;

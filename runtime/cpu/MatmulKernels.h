@@ -23,8 +23,9 @@ void matmulRowsAvx512(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                       int64_t nEnd);
 
 /// Per-thread scratch reused across calls: `slot` names one of a few
-/// independent buffers. Returns `count` floats aligned to 64 bytes, contents
-/// unspecified. Grows (allocates) only when a call needs more than before.
+/// independent buffers (0-3: the kernels; 4: matmul()'s rounded rows). Returns
+/// `count` floats aligned to 64 bytes, contents unspecified. Grows (allocates)
+/// only when a call needs more than before.
 float *threadScratch(int slot, size_t count);
 
 } // namespace kiln::cpu

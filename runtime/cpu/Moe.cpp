@@ -82,6 +82,9 @@ struct FusedMoe {
   // Under int8 activations (usesInt8), x and act quantized once for every
   // expert's matmuls (MatmulRows::xQ8); null otherwise.
   const Q8Block *xQ8 = nullptr, *actQ8 = nullptr;
+  // Under BF16 activations (usesBf16Dot), x, act and sharedAct rounded once
+  // (MatmulRows::xBf16); null otherwise.
+  const uint16_t *xBf16 = nullptr, *actBf16 = nullptr, *sharedActBf16 = nullptr;
   float *upOut = nullptr;                          // [pairs, I]
   float *sharedAct = nullptr, *sharedUp = nullptr; // [T, Is]
 
@@ -126,6 +129,7 @@ struct FusedMoe {
       io.yStride = I;
       io.tokens = run.count;
       io.xQ8 = xQ8;
+      io.xBf16 = xBf16;
       io.y = act + run.begin * I;
       matmulRows(io, w.gate.expert(run.expert), r0, r1);
       io.y = upOut + run.begin * I;
@@ -140,6 +144,7 @@ struct FusedMoe {
       io.yStride = Is;
       io.tokens = T;
       io.xQ8 = xQ8;
+      io.xBf16 = xBf16;
       io.y = sharedAct;
       matmulRows(io, w.sharedGate, s0, s1);
       io.y = sharedUp;
@@ -158,6 +163,7 @@ struct FusedMoe {
       io.y = y;
       io.yStride = H;
       io.tokens = T;
+      io.xBf16 = sharedActBf16;
       matmulRows(io, w.sharedDown, n0, n1);
     } else {
       for (int64_t t = 0; t < T; ++t)
@@ -169,6 +175,7 @@ struct FusedMoe {
       io.x = act + run.begin * I;
       io.xStride = I;
       io.xQ8 = actQ8 ? actQ8 + run.begin * (I / 32) : nullptr;
+      io.xBf16 = actBf16 ? actBf16 + run.begin * bf16RowLength(I) : nullptr;
       io.y = y;
       io.yStride = H;
       io.yIndex = tokenOf + run.begin;
@@ -198,6 +205,13 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
     quantizeRowsQ8(pool, x, moe.H, T, moe.H, q);
     moe.xQ8 = q;
   }
+  if (usesBf16Dot(weights.gate) || usesBf16Dot(weights.up) ||
+      (moe.Is &&
+       (usesBf16Dot(weights.sharedGate) || usesBf16Dot(weights.sharedUp)))) {
+    auto *r = arena.alloc<uint16_t>(T * bf16RowLength(moe.H));
+    roundRowsBf16(pool, x, moe.H, T, moe.H, r);
+    moe.xBf16 = r;
+  }
 
   // Phase 1: a thread takes whole 32-row units of every routed expert and
   // the same fraction of the shared expert's units.
@@ -224,6 +238,16 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
         static_cast<Q8Block *>(arena.allocBytes(q8Bytes(moe.pairs, moe.I)));
     quantizeRowsQ8(pool, moe.act, moe.I, moe.pairs, moe.I, q);
     moe.actQ8 = q;
+  }
+  if (usesBf16Dot(weights.down) && moe.pairs > 0) {
+    auto *r = arena.alloc<uint16_t>(moe.pairs * bf16RowLength(moe.I));
+    roundRowsBf16(pool, moe.act, moe.I, moe.pairs, moe.I, r);
+    moe.actBf16 = r;
+  }
+  if (moe.Is && usesBf16Dot(weights.sharedDown)) {
+    auto *r = arena.alloc<uint16_t>(T * bf16RowLength(moe.Is));
+    roundRowsBf16(pool, moe.sharedAct, moe.Is, T, moe.Is, r);
+    moe.sharedActBf16 = r;
   }
 
   // Phase 2: a thread owns columns [n0, n1) of y, so the order in which

@@ -70,6 +70,22 @@ chainsVnni(float &sink) {
     sink += float(_mm512_reduce_add_epi32(a[j]));
   return 2.0 * 64 * kChains * double(kIterations);
 }
+/// kIterations x kChains vdpbf16ps on 32 BF16 pairs each: BF16 multiply-
+/// adds, two operations each, as the BF16-activation path issues them.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) double
+chainsBf16(float &sink) {
+  __m512 a[kChains];
+  for (int j = 0; j < kChains; ++j)
+    a[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  const __m512bh u = (__m512bh)_mm512_set1_epi16(0x3F80), // 1.0
+      v = (__m512bh)_mm512_set1_epi16(0x3380);            // 2^-24
+  for (int64_t i = 0; i < kIterations; ++i)
+    for (int j = 0; j < kChains; ++j)
+      a[j] = _mm512_dpbf16_ps(a[j], u, v);
+  for (int j = 0; j < kChains; ++j)
+    sink += _mm512_reduce_add_ps(a[j]);
+  return 2.0 * 32 * kChains * double(kIterations);
+}
 #endif
 
 double chains(float &sink) {
@@ -120,6 +136,15 @@ double bench::measureInt8PeakGops(cpu::ThreadPool &pool) {
 #if defined(__x86_64__)
   if (cpu::useAvx512Vnni())
     return measurePeak(pool, chainsVnni);
+#endif
+  (void)pool;
+  return 0;
+}
+
+double bench::measureBf16PeakGflops(cpu::ThreadPool &pool) {
+#if defined(__x86_64__)
+  if (cpu::useAvx512Bf16())
+    return measurePeak(pool, chainsBf16);
 #endif
   (void)pool;
   return 0;

@@ -23,6 +23,11 @@ double measureFmaPeakGflops(cpu::ThreadPool &pool);
 /// that path does not run (no VNNI, or a forced lower path).
 double measureInt8PeakGops(cpu::ThreadPool &pool);
 
+/// The BF16 multiply-add peak of the BF16-activation path (docs/cpu.md):
+/// AVX-512 BF16 vdpbf16ps chains, a multiply-add counting two operations.
+/// 0 where that path does not run (no AVX-512 BF16, or a forced lower path).
+double measureBf16PeakGflops(cpu::ThreadPool &pool);
+
 } // namespace kiln::bench
 
 #endif // KILN_TOOLS_KILN_BENCH_COMPUTEPEAK_H

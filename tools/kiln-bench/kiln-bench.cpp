@@ -89,8 +89,10 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --membw               measure the machine's read (the decode floor) and
                         copy bandwidth in the same run
   --peak                measure the kernel path's FP32 multiply-add peak in
-                        the same run (and the int8 one where AVX-512 VNNI
-                        runs); prefill reports its fraction of the FP32 peak
+                        the same run (and the int8 and BF16 ones where
+                        AVX-512 VNNI and BF16 run); prefill reports its
+                        fraction of the FP32 peak, or of the BF16 one under
+                        --bf16-activations bf16
   --spec K              greedy decoding with K MTP drafts per round vs none
   --profile             time per kernel kind of the prefill and decode steps
   --cpu-affinity        pin each kernel thread to one CPU
@@ -98,6 +100,9 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --mxfp4-activations f32|int8
                         MXFP4 matmuls: exact FP32 activations (default) or
                         int8 per 32-value block (docs/cpu.md)
+  --bf16-activations f32|bf16
+                        BF16 matmuls: exact FP32 activations (default) or
+                        rounded to BF16 for vdpbf16ps (docs/cpu.md)
   --device cpu|hip      where the plans run (default cpu)
   --results FILE        append a Markdown table (default bench/RESULTS.md
                         when it exists; /dev/null for none)
@@ -173,6 +178,7 @@ void printProfile(engine::Model &model, const std::string &what, int64_t steps,
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
                "[--membw] [--spec K] [--device cpu|hip] [--cpu-affinity] "
                "[--profile] [--cpu-path PATH] [--mxfp4-activations f32|int8] "
+               "[--bf16-activations f32|bf16] "
                "[--results FILE] [--json FILE] "
                "[--label TEXT]\n       "
                "kiln-bench "
@@ -249,6 +255,10 @@ Options parse(int argc, char **argv) {
       std::string error;
       if (!cpu::setMxfp4Activations(value(), &error))
         usage("--mxfp4-activations: " + error);
+    } else if (a == "--bf16-activations") {
+      std::string error;
+      if (!cpu::setBf16Activations(value(), &error))
+        usage("--bf16-activations: " + error);
     } else if (a == "--help" || a == "-h") {
       std::printf("%s", kHelp);
       std::exit(0);
@@ -305,11 +315,14 @@ void writeJson(const Options &o, const std::vector<Row> &rows) {
   nlohmann::json doc;
   doc["command"] = o.command;
   doc["label"] = o.label;
-  doc["cpu"] = {{"model", f.model},
-                {"features", f.list()},
-                {"kernel_path", std::string(cpu::cpuPathName(cpu::cpuPath()))},
-                {"mxfp4_activations", std::string(cpu::mxfp4ActivationsName(
-                                          cpu::mxfp4Activations()))}};
+  doc["cpu"] = {
+      {"model", f.model},
+      {"features", f.list()},
+      {"kernel_path", std::string(cpu::cpuPathName(cpu::cpuPath()))},
+      {"mxfp4_activations",
+       std::string(cpu::mxfp4ActivationsName(cpu::mxfp4Activations()))},
+      {"bf16_activations",
+       std::string(cpu::bf16ActivationsName(cpu::bf16Activations()))}};
   doc["rows"] = nlohmann::json::array();
   for (const Row &r : rows) {
     nlohmann::json row = {{"what", r.what},
@@ -559,6 +572,20 @@ int main(int argc, char **argv) {
           r.peakGflops = int8;
           rows.push_back(r);
         }
+      }
+      // The BF16-activation path's ceiling, where it runs; prefill is held
+      // against it when that path multiplies the BF16 weights.
+      if (const double bf16 = bench::measureBf16PeakGflops(pool); bf16 > 0) {
+        std::printf("compute peak, %d thread(s): %.1f GFLOP/s (BF16 "
+                    "multiply-add, vdpbf16ps)\n",
+                    threads, bf16);
+        if (o.model.empty()) {
+          Row r{"BF16 multiply-add peak", threads, 0, 0, 0, 0, 0};
+          r.peakGflops = bf16;
+          rows.push_back(r);
+        }
+        if (cpu::bf16Activations() == cpu::Bf16Activations::BF16)
+          peak = bf16;
       }
     }
     if (o.model.empty())

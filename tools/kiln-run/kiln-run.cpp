@@ -118,6 +118,10 @@ Common:
                             MXFP4 matmuls: exact FP32 activations (default)
                             or int8 per 32-value block (docs/cpu.md); also
                             $KILN_MXFP4_ACTIVATIONS
+  --bf16-activations f32|bf16
+                            BF16 matmuls: exact FP32 activations (default)
+                            or rounded to BF16 for the dot-product units
+                            (docs/cpu.md); also $KILN_BF16_ACTIVATIONS
   --output-format FORMAT    text (default) or json
   --no-verify               skip the segment checksums at load
   --version                 the version, this CPU's features and the kernel
@@ -224,6 +228,10 @@ Options parseArgs(int argc, char **argv) {
       std::string error;
       if (!cpu::setMxfp4Activations(next(), &error))
         throw UsageError{"--mxfp4-activations: " + error};
+    } else if (arg == "--bf16-activations") {
+      std::string error;
+      if (!cpu::setBf16Activations(next(), &error))
+        throw UsageError{"--bf16-activations: " + error};
     } else if (arg == "-p" || arg == "--prompt") {
       o.prompt = next();
       o.hasPrompt = true;

@@ -79,6 +79,9 @@ const char *kUsage =
   --mxfp4-activations f32|int8
                             MXFP4 matmuls: exact FP32 activations (default)
                             or int8 per 32-value block (docs/cpu.md)
+  --bf16-activations f32|bf16
+                            BF16 matmuls: exact FP32 activations (default)
+                            or rounded to BF16 (docs/cpu.md)
   --kv-memory BYTES         KV page pool (suffix K, M, G; default: see
                             --kv-fraction)
   --kv-fraction F           without --kv-memory: this fraction of the
@@ -153,6 +156,10 @@ Options parseArgs(int argc, char **argv) {
       std::string error;
       if (!cpu::setMxfp4Activations(next(), &error))
         throw UsageError{"--mxfp4-activations: " + error};
+    } else if (a == "--bf16-activations") {
+      std::string error;
+      if (!cpu::setBf16Activations(next(), &error))
+        throw UsageError{"--bf16-activations: " + error};
     } else if (a == "--kv-memory") {
       o.engine.kvMemoryBytes = tools::bytesFlag(a, next());
     } else if (a == "--kv-fraction") {

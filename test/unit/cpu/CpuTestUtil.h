@@ -226,20 +226,111 @@ inline void expectSameOnThreadsPathsAndBatch(const std::vector<float> &y,
       << what << " batch";
 }
 
-/// Makes MXFP4 matmuls take int8 activations while alive, then restores
-/// the mode that was in force before.
-class Int8ActivationsScope {
+/// Rows [1, N - 1) of the panelled weight `panels` [N, K], added onto
+/// y = 1 on both paths: the panel edges take the one-row kernel and must
+/// give the whole-panel bits of matmul().
+inline void expectRowRangesAccumulate(const WeightView &panels,
+                                      std::mt19937 &rng) {
+  const int64_t N = panels.rows, K = panels.cols;
+  ThreadPool one(1);
+  for (int64_t T : {1, 3, 11}) {
+    std::vector<float> x = randomFloats(rng, T * K);
+    std::vector<float> want = runMatmul(one, x, T, panels);
+    for (bool scalar : {false, true}) {
+      setForceScalar(scalar);
+      std::vector<float> y(size_t(T * N), 1.0f);
+      MatmulRows io;
+      io.x = x.data();
+      io.xStride = K;
+      io.y = y.data();
+      io.yStride = N;
+      io.tokens = T;
+      io.accumulate = true;
+      matmulRows(io, panels, 1, N - 1);
+      setForceScalar(false);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t n = 0; n < N; ++n) {
+          const float expect =
+              n == 0 || n == N - 1 ? 1.0f : 1.0f + want[t * N + n];
+          ASSERT_EQ(y[t * N + n], expect)
+              << "T=" << T << " n=" << n << " scalar=" << scalar;
+        }
+    }
+  }
+}
+
+/// matmulRows() of `w` over rows of x [rows, w.cols] gathered through an
+/// index, with the activations converted inside the call and then taken
+/// from `prepare(io)` (which sets MatmulRows::xQ8 or xBf16): the same bits,
+/// on both paths.
+template <class Prepare>
+void expectPreparedRowsGiveTheSameBits(const WeightView &w,
+                                       const std::vector<float> &x,
+                                       Prepare prepare) {
+  const std::vector<int32_t> index = {8, 0, 3, 3, 7, 1};
+  for (bool scalar : {false, true}) {
+    setForceScalar(scalar);
+    MatmulRows io;
+    io.x = x.data();
+    io.xStride = w.cols;
+    io.xIndex = index.data();
+    io.yStride = w.rows;
+    io.tokens = int64_t(index.size());
+    std::vector<float> want(index.size() * size_t(w.rows)),
+        got(index.size() * size_t(w.rows));
+    io.y = want.data();
+    matmulRows(io, w, 0, w.rows);
+    prepare(io);
+    io.y = got.data();
+    matmulRows(io, w, 0, w.rows);
+    setForceScalar(false);
+    EXPECT_TRUE(sameBits(want, got)) << "scalar=" << scalar;
+  }
+}
+
+/// Sets an activation mode (CpuFeatures.h) while alive, then restores the
+/// mode that was in force before.
+template <class Mode, Mode (*Get)(),
+          bool (*Set)(std::string_view, std::string *),
+          std::string_view (*Name)(Mode)>
+class ActivationModeScope {
 public:
-  Int8ActivationsScope() : before_(mxfp4Activations()) {
-    setMxfp4Activations("int8", nullptr);
+  explicit ActivationModeScope(std::string_view mode) : before_(Get()) {
+    Set(mode, nullptr);
   }
-  ~Int8ActivationsScope() {
-    setMxfp4Activations(mxfp4ActivationsName(before_), nullptr);
-  }
+  ~ActivationModeScope() { Set(Name(before_), nullptr); }
 
 private:
-  Mxfp4Activations before_;
+  Mode before_;
 };
+
+/// MXFP4 matmuls take int8 activations while alive.
+struct Int8ActivationsScope
+    : ActivationModeScope<Mxfp4Activations, mxfp4Activations,
+                          setMxfp4Activations, mxfp4ActivationsName> {
+  Int8ActivationsScope() : ActivationModeScope("int8") {}
+};
+
+/// BF16 matmuls take BF16 activations while alive.
+struct Bf16ActivationsScope
+    : ActivationModeScope<Bf16Activations, bf16Activations, setBf16Activations,
+                          bf16ActivationsName> {
+  Bf16ActivationsScope() : ActivationModeScope("bf16") {}
+};
+
+/// What an activation mode gives up, on weights and activations like a
+/// model's: the relative L2 of a 256 x 2048 matmul of `format` (8 tokens)
+/// under the mode `Scope` sets, against the exact path.
+template <class Scope>
+double modeErrorAgainstExact(WeightFormat format, unsigned seed) {
+  std::mt19937 rng(seed);
+  TestWeight w = randomWeight(rng, format, 256, 2048);
+  ThreadPool pool(2);
+  std::vector<float> x = randomFloats(rng, 8 * 2048);
+  std::vector<float> exact = runMatmul(pool, x, 8, w.view);
+  Scope mode;
+  return relL2(runMatmul(pool, x, 8, w.view), exact);
+}
 
 } // namespace kiln::cpu::test
 

@@ -188,80 +188,30 @@ TEST(MatmulQ8, EveryPathThreadAndBatchGivesTheSameBits) {
 }
 
 TEST(MatmulQ8, RowRangesInsidePanelsAccumulate) {
-  // Rows [1, 67) of a 68-row panelled weight, added onto y: the panel edges
-  // take the one-row kernel and must give the whole-panel bits.
   Int8ActivationsScope int8;
   std::mt19937 rng(14);
   TestWeight panels = inPanels(randomWeight(rng, WeightFormat::MXFP4, 68, 256));
-  ThreadPool one(1);
-  for (int64_t T : {1, 3, 11}) {
-    std::vector<float> x = randomFloats(rng, T * 256);
-    std::vector<float> want = runMatmul(one, x, T, panels.view);
-    for (bool scalar : {false, true}) {
-      setForceScalar(scalar);
-      std::vector<float> y(size_t(T * 68), 1.0f);
-      MatmulRows io;
-      io.x = x.data();
-      io.xStride = 256;
-      io.y = y.data();
-      io.yStride = 68;
-      io.tokens = T;
-      io.accumulate = true;
-      matmulRows(io, panels.view, 1, 67);
-      setForceScalar(false);
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t n = 0; n < 68; ++n) {
-          const float expect =
-              n == 0 || n == 67 ? 1.0f : 1.0f + want[t * 68 + n];
-          ASSERT_EQ(y[t * 68 + n], expect)
-              << "T=" << T << " n=" << n << " scalar=" << scalar;
-        }
-    }
-  }
+  expectRowRangesAccumulate(panels.view, rng);
 }
 
 TEST(MatmulQ8, PrequantizedRowsGiveTheSameBits) {
-  // MatmulRows::xQ8 from quantizeRowsQ8(), gathered through xIndex, against
-  // quantizing inside the call; on both paths.
+  // MatmulRows::xQ8 from quantizeRowsQ8() against quantizing in the call.
   Int8ActivationsScope int8;
   std::mt19937 rng(16);
   const int64_t N = 40, K = 192, rows = 9;
   TestWeight w = inPanels(randomWeight(rng, WeightFormat::MXFP4, N, K));
   std::vector<float> x = randomFloats(rng, rows * K);
-  const std::vector<int32_t> index = {8, 0, 3, 3, 7};
   ThreadPool pool(2);
   std::vector<Q8Block> q(size_t(rows * K / 32));
   quantizeRowsQ8(pool, x.data(), K, rows, K, q.data());
-  for (bool scalar : {false, true}) {
-    setForceScalar(scalar);
-    MatmulRows io;
-    io.x = x.data();
-    io.xStride = K;
-    io.xIndex = index.data();
-    io.yStride = N;
-    io.tokens = int64_t(index.size());
-    std::vector<float> want(index.size() * N), got(index.size() * N);
-    io.y = want.data();
-    matmulRows(io, w.view, 0, N);
-    io.xQ8 = q.data();
-    io.y = got.data();
-    matmulRows(io, w.view, 0, N);
-    setForceScalar(false);
-    EXPECT_TRUE(sameBits(want, got)) << "scalar=" << scalar;
-  }
+  expectPreparedRowsGiveTheSameBits(w.view, x,
+                                    [&](MatmulRows &io) { io.xQ8 = q.data(); });
 }
 
 TEST(MatmulQ8, Int8RoundingCostsLittleAgainstTheExactPath) {
-  // What the option gives up, on weights and activations like a model's:
-  // relative L2 against the exact path. Recorded in docs/cpu.md.
-  std::mt19937 rng(15);
-  TestWeight w = randomWeight(rng, WeightFormat::MXFP4, 256, 2048);
-  ThreadPool pool(2);
-  std::vector<float> x = randomFloats(rng, 8 * 2048);
-  std::vector<float> exact = runMatmul(pool, x, 8, w.view);
-  Int8ActivationsScope int8;
-  std::vector<float> y = runMatmul(pool, x, 8, w.view);
-  const double err = relL2(y, exact);
+  // Recorded in docs/cpu.md.
+  const double err =
+      modeErrorAgainstExact<Int8ActivationsScope>(WeightFormat::MXFP4, 15);
   EXPECT_GT(err, 0.0) << "the int8 path must actually run";
   EXPECT_LT(err, 1e-2);
 }

@@ -1,0 +1,125 @@
+//===- MatmulBf16.cpp - BF16-activation matmul: reference, dispatch -------===//
+//
+// The scalar reference of the order in MatmulBf16.h, and the dispatch that
+// rounds the activations once per call and picks the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/MatmulBf16.h"
+#include "runtime/cpu/CpuFeatures.h"
+#include "runtime/cpu/MatmulKernels.h"
+#include "runtime/cpu/ThreadPool.h"
+#include "support/FloatFormats.h"
+#include "support/WeightPanels.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace kiln::cpu;
+
+uint16_t kiln::cpu::roundToBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0)
+    return uint16_t((u >> 16) & 0x8000u); // zero or subnormal: signed zero
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+    return uint16_t((u >> 16) | 0x0040u); // NaN: quiet, sign and top kept
+  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+void kiln::cpu::roundRowBf16Scalar(const float *x, int64_t K, uint16_t *out) {
+  const int64_t padded = bf16RowLength(K);
+  for (int64_t k = 0; k < padded; ++k)
+    out[k] = k < K ? roundToBf16(x[k]) : 0;
+}
+
+namespace {
+
+/// A BF16 value as the dot product reads it: subnormals are zero.
+float dazBf16(uint16_t v) {
+  return (v & 0x7F80u) == 0 ? 0.0f : kiln::bf16ToFloat(v);
+}
+
+float ftz(float v) {
+  return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
+}
+
+float treeSum(float *lanes) {
+  for (int half = kLanes / 2; half >= 1; half /= 2)
+    for (int i = 0; i < half; ++i)
+      lanes[i] = lanes[i] + lanes[i + half];
+  return lanes[0];
+}
+
+} // namespace
+
+void kiln::cpu::matmulBf16Scalar(const MatmulRows &io, const uint16_t *const *x,
+                                 const WeightView &w, int64_t nBegin,
+                                 int64_t nEnd) {
+  const int64_t K = w.cols, padded = bf16RowLength(K);
+  const auto *data = static_cast<const uint16_t *>(w.data);
+  for (int64_t n = nBegin; n < nEnd; ++n) {
+    for (int64_t t = 0; t < io.tokens; ++t) {
+      float lanes[kLanes] = {};
+      for (int64_t k = 0; k < padded; k += 2) {
+        auto weight = [&](int64_t i) -> float {
+          return i < K ? dazBf16(data[kiln::panelOffset(n, i, K, w.panelRows)])
+                       : 0.0f;
+        };
+        float &lane = lanes[(k % 32) / 2];
+        lane = ftz(std::fma(dazBf16(x[t][k + 1]), weight(k + 1), lane));
+        lane = ftz(std::fma(dazBf16(x[t][k]), weight(k), lane));
+      }
+      const float sum = treeSum(lanes);
+      float *out = io.yRow(t) + n;
+      *out = io.accumulate ? *out + sum : sum;
+    }
+  }
+}
+
+bool kiln::cpu::usesBf16Dot(const WeightView &w) {
+  return w.format == WeightFormat::BF16 &&
+         bf16Activations() == Bf16Activations::BF16;
+}
+
+static void roundRow(const float *x, int64_t K, uint16_t *out) {
+  if (useAvx512Bf16())
+    roundRowBf16Avx512(x, K, out);
+  else
+    roundRowBf16Scalar(x, K, out);
+}
+
+void kiln::cpu::roundRowsBf16(ThreadPool &pool, const float *x, int64_t stride,
+                              int64_t rows, int64_t K, uint16_t *out) {
+  const int64_t padded = bf16RowLength(K);
+  pool.parallelFor(
+      rows,
+      [&](int64_t r0, int64_t r1, int) {
+        for (int64_t r = r0; r < r1; ++r)
+          roundRow(x + r * stride, K, out + r * padded);
+      },
+      /*grain=*/1, /*unitCost=*/K);
+}
+
+void kiln::cpu::matmulRowsBf16(const MatmulRows &io, const WeightView &w,
+                               int64_t nBegin, int64_t nEnd) {
+  const int64_t K = w.cols, padded = bf16RowLength(K);
+  // Token t's rounded row at rows[t].
+  const uint16_t **rows = reinterpret_cast<const uint16_t **>(
+      threadScratch(3, size_t(io.tokens) * sizeof(void *) / sizeof(float)));
+  if (io.xBf16) {
+    for (int64_t t = 0; t < io.tokens; ++t)
+      rows[t] = io.xBf16 + (io.xIndex ? io.xIndex[t] : t) * padded;
+  } else {
+    auto *values = reinterpret_cast<uint16_t *>(
+        threadScratch(1, size_t(io.tokens * padded + 1) / 2));
+    for (int64_t t = 0; t < io.tokens; ++t) {
+      roundRow(io.xRow(t), K, values + t * padded);
+      rows[t] = values + t * padded;
+    }
+  }
+  if (useAvx512Bf16())
+    matmulBf16Avx512Bf16(io, rows, w, nBegin, nEnd);
+  else
+    matmulBf16Scalar(io, rows, w, nBegin, nEnd);
+}
