@@ -32,9 +32,10 @@ using namespace kiln::cpu;
 
 namespace {
 
-constexpr int64_t kTokenBlock = 64; // tokens whose rows stay in L2
-constexpr int kTokens = 4;          // GEMM register block: tokens
-constexpr int kRows = 4;            // ... and weight rows (one panel)
+constexpr int64_t kTokenBlock = 64;         // tokens whose rows stay in L2
+constexpr int kTokens = 4;                  // GEMM register block: tokens
+constexpr int kRows = 4;                    // ... and weight rows (one panel)
+constexpr int64_t kPrefetchMaxBytes = 8192; // see gemm()
 
 /// Where the 32-value chunks of weight rows are: chunk j of row n at
 /// row(n) + j * step (rows one after another, or row panels).
@@ -144,7 +145,23 @@ KILN_AVX512_BF16 void gemm(const Bf16Weights &wt, const uint16_t *const *x,
       const uint16_t *w[kRows];
       for (int r = 0; r < kRows; ++r) // padding rows repeat a valid one
         w[r] = wt.row(n0 + (r < rows ? r : 0));
+      // The next group's rows (one contiguous range in either layout), into
+      // L2 a share per token group, so DRAM latency hides behind this
+      // group's products. Only for groups of up to kPrefetchMaxBytes:
+      // measured, it gains 12-18% on experts' down projections (K = 768)
+      // and loses 5-12% at K = 2048, whose 16 KiB panels crowd L1.
+      const char *next =
+          kRows * wt.K * 2 <= kPrefetchMaxBytes && n0 + 2 * kRows <= nEnd
+              ? reinterpret_cast<const char *>(wt.row(n0 + kRows))
+              : nullptr;
+      const int64_t nextBytes = next ? kRows * wt.K * 2 : 0;
+      const int64_t groups = (bEnd - b0 + kTokens - 1) / kTokens;
+      const int64_t share = (nextBytes / 64 + groups - 1) / groups * 64;
+      int64_t fetched = 0;
       for (int64_t t0 = b0; t0 < bEnd; t0 += kTokens) {
+        for (int64_t end = std::min(nextBytes, fetched + share); fetched < end;
+             fetched += 64)
+          _mm_prefetch(next + fetched, _MM_HINT_T1);
         const int64_t tokens = std::min<int64_t>(kTokens, bEnd - t0);
         const uint16_t *xt[kTokens];
         for (int t = 0; t < kTokens; ++t)
