@@ -189,7 +189,11 @@ EXPORT hipError_t hipMalloc(void **p, size_t size) {
   return 0;
 }
 /// The interpreter's device memory is the host's; it says 8 GiB.
+/// KILN_INTERP_HIP_MEMINFO_FAILS makes it fail, as a driver that cannot
+/// answer would.
 EXPORT hipError_t hipMemGetInfo(size_t *free, size_t *total) {
+  if (std::getenv("KILN_INTERP_HIP_MEMINFO_FAILS"))
+    return 1; // hipErrorInvalidValue
   *free = *total = size_t(8) << 30;
   return 0;
 }
