@@ -7,10 +7,10 @@
 
 #include "runtime/cpu/MatmulBf16.h"
 #include "runtime/cpu/CpuFeatures.h"
+#include "runtime/cpu/Dequant.h"
 #include "runtime/cpu/MatmulKernels.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "support/FloatFormats.h"
-#include "support/WeightPanels.h"
 
 #include <cmath>
 #include <cstring>
@@ -22,9 +22,7 @@ uint16_t kiln::cpu::roundToBf16(float x) {
   std::memcpy(&u, &x, 4);
   if ((u & 0x7F800000u) == 0)
     return uint16_t((u >> 16) & 0x8000u); // zero or subnormal: signed zero
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
-    return uint16_t((u >> 16) | 0x0040u); // NaN: quiet, sign and top kept
-  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  return kiln::floatToBf16(x);            // nearest even; NaN stays quiet
 }
 
 void kiln::cpu::roundRowBf16Scalar(const float *x, int64_t K, uint16_t *out) {
@@ -33,44 +31,30 @@ void kiln::cpu::roundRowBf16Scalar(const float *x, int64_t K, uint16_t *out) {
     out[k] = k < K ? roundToBf16(x[k]) : 0;
 }
 
-namespace {
-
-/// A BF16 value as the dot product reads it: subnormals are zero.
-float dazBf16(uint16_t v) {
-  return (v & 0x7F80u) == 0 ? 0.0f : kiln::bf16ToFloat(v);
-}
-
-float ftz(float v) {
+/// A subnormal as zero of its sign: the instruction's DAZ on its inputs
+/// (BF16 subnormals widen to FP32 subnormals) and FTZ on its results.
+static float ftz(float v) {
   return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
 }
-
-float treeSum(float *lanes) {
-  for (int half = kLanes / 2; half >= 1; half /= 2)
-    for (int i = 0; i < half; ++i)
-      lanes[i] = lanes[i] + lanes[i + half];
-  return lanes[0];
-}
-
-} // namespace
 
 void kiln::cpu::matmulBf16Scalar(const MatmulRows &io, const uint16_t *const *x,
                                  const WeightView &w, int64_t nBegin,
                                  int64_t nEnd) {
   const int64_t K = w.cols, padded = bf16RowLength(K);
-  const auto *data = static_cast<const uint16_t *>(w.data);
+  float *row = threadScratch(0, size_t(padded));
   for (int64_t n = nBegin; n < nEnd; ++n) {
+    dequantizeRow(w, n, row); // BF16 widened exactly, either layout
+    for (int64_t k = 0; k < padded; ++k)
+      row[k] = k < K ? ftz(row[k]) : 0.0f;
     for (int64_t t = 0; t < io.tokens; ++t) {
       float lanes[kLanes] = {};
       for (int64_t k = 0; k < padded; k += 2) {
-        auto weight = [&](int64_t i) -> float {
-          return i < K ? dazBf16(data[kiln::panelOffset(n, i, K, w.panelRows)])
-                       : 0.0f;
-        };
         float &lane = lanes[(k % 32) / 2];
-        lane = ftz(std::fma(dazBf16(x[t][k + 1]), weight(k + 1), lane));
-        lane = ftz(std::fma(dazBf16(x[t][k]), weight(k), lane));
+        lane = ftz(
+            std::fma(ftz(kiln::bf16ToFloat(x[t][k + 1])), row[k + 1], lane));
+        lane = ftz(std::fma(ftz(kiln::bf16ToFloat(x[t][k])), row[k], lane));
       }
-      const float sum = treeSum(lanes);
+      const float sum = treeSumLanes(lanes);
       float *out = io.yRow(t) + n;
       *out = io.accumulate ? *out + sum : sum;
     }

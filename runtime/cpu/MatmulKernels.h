@@ -17,6 +17,16 @@ namespace kiln::cpu {
 /// Lanes of the canonical summation order.
 constexpr int kLanes = 16;
 
+/// Sums kLanes lanes as the order of Matmul.h says: lane i plus lane i + 8,
+/// then + 4, + 2, + 1 (the scalar references; the vector kernels add
+/// register halves in the same pattern).
+inline float treeSumLanes(float *lanes) {
+  for (int half = kLanes / 2; half >= 1; half /= 2)
+    for (int i = 0; i < half; ++i)
+      lanes[i] = lanes[i] + lanes[i + half];
+  return lanes[0];
+}
+
 void matmulRowsScalar(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                       int64_t nEnd);
 void matmulRowsAvx512(const MatmulRows &io, const WeightView &w, int64_t nBegin,

@@ -12,14 +12,6 @@
 
 using namespace kiln::cpu;
 
-/// Sums 16 lanes as a tree: i + (i + 8), then + 4, + 2, + 1.
-static float treeSum(float *lanes) {
-  for (int half = kLanes / 2; half >= 1; half /= 2)
-    for (int i = 0; i < half; ++i)
-      lanes[i] = lanes[i] + lanes[i + half];
-  return lanes[0];
-}
-
 void kiln::cpu::matmulRowsScalar(const MatmulRows &io, const WeightView &w,
                                  int64_t nBegin, int64_t nEnd) {
   const int64_t k = w.cols;
@@ -36,7 +28,7 @@ void kiln::cpu::matmulRowsScalar(const MatmulRows &io, const WeightView &w,
         float xv = i < k ? x[i] : 0.0f, wv = i < k ? row[i] : 0.0f;
         lanes[lane] = std::fma(xv, wv, lanes[lane]);
       }
-      float sum = treeSum(lanes);
+      float sum = treeSumLanes(lanes);
       float *out = io.yRow(t) + n;
       *out = io.accumulate ? *out + sum : sum;
     }

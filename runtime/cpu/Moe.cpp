@@ -186,6 +186,15 @@ struct FusedMoe {
   }
 };
 
+/// Rows [0, rows) of x [rows, K] rounded for MatmulRows::xBf16, in the
+/// arena.
+const uint16_t *roundedRows(ThreadPool &pool, Arena &arena, const float *x,
+                            int64_t rows, int64_t K) {
+  auto *out = arena.alloc<uint16_t>(rows * bf16RowLength(K));
+  roundRowsBf16(pool, x, K, rows, K, out);
+  return out;
+}
+
 } // namespace
 
 void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
@@ -208,9 +217,7 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
   if (usesBf16Dot(weights.gate) || usesBf16Dot(weights.up) ||
       (moe.Is &&
        (usesBf16Dot(weights.sharedGate) || usesBf16Dot(weights.sharedUp)))) {
-    auto *r = arena.alloc<uint16_t>(T * bf16RowLength(moe.H));
-    roundRowsBf16(pool, x, moe.H, T, moe.H, r);
-    moe.xBf16 = r;
+    moe.xBf16 = roundedRows(pool, arena, x, T, moe.H);
   }
 
   // Phase 1: a thread takes whole 32-row units of every routed expert and
@@ -240,14 +247,10 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
     moe.actQ8 = q;
   }
   if (usesBf16Dot(weights.down) && moe.pairs > 0) {
-    auto *r = arena.alloc<uint16_t>(moe.pairs * bf16RowLength(moe.I));
-    roundRowsBf16(pool, moe.act, moe.I, moe.pairs, moe.I, r);
-    moe.actBf16 = r;
+    moe.actBf16 = roundedRows(pool, arena, moe.act, moe.pairs, moe.I);
   }
   if (moe.Is && usesBf16Dot(weights.sharedDown)) {
-    auto *r = arena.alloc<uint16_t>(T * bf16RowLength(moe.Is));
-    roundRowsBf16(pool, moe.sharedAct, moe.Is, T, moe.Is, r);
-    moe.sharedActBf16 = r;
+    moe.sharedActBf16 = roundedRows(pool, arena, moe.sharedAct, T, moe.Is);
   }
 
   // Phase 2: a thread owns columns [n0, n1) of y, so the order in which

@@ -552,38 +552,28 @@ int main(int argc, char **argv) {
       cpu::PoolOptions po;
       po.pinThreads = o.pinThreads;
       cpu::ThreadPool pool(threads, po);
-      peak = bench::measureFmaPeakGflops(pool);
-      std::printf("compute peak, %d thread(s): %.1f GFLOP/s (FP32 "
-                  "multiply-add, %s path)\n",
-                  threads, peak,
-                  std::string(cpu::cpuPathName(cpu::cpuPath())).c_str());
-      if (o.model.empty()) {
-        Row r{"FP32 multiply-add peak", threads, 0, 0, 0, 0, 0};
-        r.peakGflops = peak;
-        rows.push_back(r);
-      }
-      // The int8 MXFP4 path's ceiling, where it runs (docs/cpu.md).
-      if (const double int8 = bench::measureInt8PeakGops(pool); int8 > 0) {
-        std::printf("compute peak, %d thread(s): %.1f GOP/s (int8 "
-                    "multiply-add, vpdpbusd)\n",
-                    threads, int8);
+      // One line per peak; a table row too when no model is measured.
+      auto report = [&](double value, const char *unit, const std::string &what,
+                        const std::string &how) {
+        std::printf("compute peak, %d thread(s): %.1f %s (%s multiply-add, "
+                    "%s)\n",
+                    threads, value, unit, what.c_str(), how.c_str());
         if (o.model.empty()) {
-          Row r{"int8 multiply-add peak", threads, 0, 0, 0, 0, 0};
-          r.peakGflops = int8;
+          Row r{what + " multiply-add peak", threads, 0, 0, 0, 0, 0};
+          r.peakGflops = value;
           rows.push_back(r);
         }
-      }
+      };
+      peak = bench::measureFmaPeakGflops(pool);
+      report(peak, "GFLOP/s", "FP32",
+             std::string(cpu::cpuPathName(cpu::cpuPath())) + " path");
+      // The int8 MXFP4 path's ceiling, where it runs (docs/cpu.md).
+      if (const double int8 = bench::measureInt8PeakGops(pool); int8 > 0)
+        report(int8, "GOP/s", "int8", "vpdpbusd");
       // The BF16-activation path's ceiling, where it runs; prefill is held
       // against it when that path multiplies the BF16 weights.
       if (const double bf16 = bench::measureBf16PeakGflops(pool); bf16 > 0) {
-        std::printf("compute peak, %d thread(s): %.1f GFLOP/s (BF16 "
-                    "multiply-add, vdpbf16ps)\n",
-                    threads, bf16);
-        if (o.model.empty()) {
-          Row r{"BF16 multiply-add peak", threads, 0, 0, 0, 0, 0};
-          r.peakGflops = bf16;
-          rows.push_back(r);
-        }
+        report(bf16, "GFLOP/s", "BF16", "vdpbf16ps");
         if (cpu::bf16Activations() == cpu::Bf16Activations::BF16)
           peak = bf16;
       }
