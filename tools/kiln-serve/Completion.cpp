@@ -105,12 +105,17 @@ void Completion::onFinish(const RequestOutput &out) {
   double ttft;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    out_ = out;
-    done_ = true;
     ttft = firstTokenT_;
   }
+  // Counted before the reply can end: a client that reads /metrics once its
+  // response is complete sees its own request there.
   metrics_.observe(out, ttft < 0 ? -1.0 : ttft - arrival_,
                    steadySeconds() - arrival_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out_ = out;
+    done_ = true;
+  }
   wake();
 }
 
