@@ -9,7 +9,9 @@
 // kGemvRows: rows per GEMV group at T = 1 (MXFP4 keeps two pointers per row
 // and runs out of registers at 8; measured best 4). kPrefetch: whether the
 // GEMV prefetches in software (on for every format streamed from DRAM:
-// BF16 rows of 4 KiB end before the hardware prefetcher ramps up).
+// BF16 rows of 4 KiB end before the hardware prefetcher ramps up, and on a
+// 2-vCPU Emerald Rapids even BF16 row panels, one stream, went from 10.7 to
+// 13.2 GB/s with it, 1 thread, read floor 15.6).
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,7 +77,7 @@ KILN_AVX512_INLINE __m512 bf16x16(__m256i h) {
 /// (support/WeightPanels.h: a GEMV group of P rows reads one stream).
 template <int P> struct DecBF16Rows {
   static constexpr int kGemvRows = P == 1 ? 8 : P;
-  static constexpr bool kPrefetch = P == 1;
+  static constexpr bool kPrefetch = true;
   static constexpr bool kPacked = false;
   const WeightView &w;
   struct Row {

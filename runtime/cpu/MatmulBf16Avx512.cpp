@@ -36,6 +36,10 @@ constexpr int64_t kTokenBlock = 64;         // tokens whose rows stay in L2
 constexpr int kTokens = 4;                  // GEMM register block: tokens
 constexpr int kRows = 4;                    // ... and weight rows (one panel)
 constexpr int64_t kPrefetchMaxBytes = 8192; // see gemm()
+// The GEMV's software prefetch distance in row groups: measured on a
+// 2-vCPU Emerald Rapids, BF16 GEMVs from DRAM at 11.2-12.0 GB/s without it
+// and 13.x with it (1 thread; read floor 15.6).
+constexpr int kGemvPrefetchGroups = 2;
 
 /// Where the 32-value chunks of weight rows are: chunk j of row n at
 /// row(n) + j * step (rows one after another, or row panels).
@@ -64,16 +68,22 @@ KILN_AVX512_BF16_INLINE void store(const MatmulRows &io, int64_t t, int64_t n,
   *out = io.accumulate ? *out + sum : sum;
 }
 
-/// acc[t][r] over all of K for tokens x[0..T) and rows w[0..R).
+/// acc[t][r] over all of K for tokens x[0..T) and rows w[0..R). With
+/// `prefetch`, asks for R cache lines from there on per chunk, into L2.
 template <int T, int R>
 KILN_AVX512_BF16_INLINE void
 sweep(const Bf16Weights &wt, const uint16_t *const *x, const uint16_t *const *w,
-      __m512 (&acc)[T][R]) {
+      __m512 (&acc)[T][R], const char *prefetch = nullptr) {
   for (int t = 0; t < T; ++t)
     for (int r = 0; r < R; ++r)
       acc[t][r] = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j < wt.fullChunks; ++j) {
+    if (prefetch) {
+      for (int r = 0; r < R; ++r)
+        _mm_prefetch(prefetch + 64 * r, _MM_HINT_T1);
+      prefetch += 64 * R;
+    }
     __m512i xv[T];
     for (int t = 0; t < T; ++t)
       xv[t] = _mm512_loadu_si512(x[t] + 32 * j);
@@ -102,8 +112,12 @@ KILN_AVX512_BF16 void gemvRows(const Bf16Weights &wt, const uint16_t *const *x,
   const uint16_t *w[R];
   for (int r = 0; r < R; ++r)
     w[r] = wt.row(n + r);
+  // The rows kGemvPrefetchGroups groups on (contiguous in either layout,
+  // one linear stream), fetched at the pace this group is read.
+  const char *prefetch =
+      reinterpret_cast<const char *>(wt.row(n + kGemvPrefetchGroups * R));
   __m512 acc[T][R];
-  sweep<T, R>(wt, x, w, acc);
+  sweep<T, R>(wt, x, w, acc, prefetch);
   for (int t = 0; t < T; ++t)
     for (int r = 0; r < R; ++r)
       store(io, t, n + r, acc[t][r]);
