@@ -109,19 +109,34 @@ KILN_ATTN_INLINE F16x sum16(const F16x v[16]) {
                       27, 29, 31);
 }
 
+/// With ahead > 0, asks for the cache line `ahead` elements on from p into
+/// L2: the weight panels of Mla.cpp are read once per step in decode, and
+/// their rows' successors are `ahead` elements on. Changes no value.
+template <class E>
+KILN_ATTN_INLINE void prefetchAhead(const E *p, int64_t ahead) {
+  if (ahead > 0)
+    __builtin_prefetch(p + ahead, 0, 2);
+}
+
 /// out[x * ldOut + y] = a[x] . b[y] (n long) for x < A, y < B: A + B loads
 /// feed A * B multiply-adds. Every dot in this file sums the same way
 /// (16 lanes over the columns, then sum()), so a dot's value does not depend
-/// on the tile it was computed in. `b` rows are floats or BF16 bits.
+/// on the tile it was computed in. `b` rows are floats or BF16 bits; `ahead`
+/// as for prefetchAhead, on the b rows.
 template <int A, int B, class E>
 KILN_ATTN_INLINE void dotTile(const float *const *a, const E *const *b,
-                              int64_t n, float *out, int64_t ldOut) {
+                              int64_t n, float *out, int64_t ldOut,
+                              int64_t ahead = 0) {
+  constexpr int64_t kLine = 64 / sizeof(E);
   F16x acc[A][B] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     F16x bv[B];
-    for (int y = 0; y < B; ++y)
+    for (int y = 0; y < B; ++y) {
+      if (i % kLine == 0)
+        prefetchAhead(b[y] + i, ahead);
       bv[y] = load(b[y] + i);
+    }
     for (int x = 0; x < A; ++x) {
       const F16x av = load(a[x] + i);
       for (int y = 0; y < B; ++y)
@@ -153,24 +168,27 @@ KILN_ATTN_INLINE void dotTile(const float *const *a, const E *const *b,
 
 template <int A, class E>
 KILN_ATTN_INLINE void dotRow(const float *const *a, const E *const *b,
-                             int64_t nb, int64_t n, float *out, int64_t ldOut) {
+                             int64_t nb, int64_t n, float *out, int64_t ldOut,
+                             int64_t ahead) {
   int64_t y = 0;
   for (; y + 4 <= nb; y += 4)
-    dotTile<A, 4>(a, b + y, n, out + y, ldOut);
+    dotTile<A, 4>(a, b + y, n, out + y, ldOut, ahead);
   for (; y < nb; ++y)
-    dotTile<A, 1>(a, b + y, n, out + y, ldOut);
+    dotTile<A, 1>(a, b + y, n, out + y, ldOut, ahead);
 }
 
-/// out[x * ldOut + y] = a[x] . b[y] for x < na, y < nb, in 4 x 4 tiles.
+/// out[x * ldOut + y] = a[x] . b[y] for x < na, y < nb, in 4 x 4 tiles;
+/// `ahead` as for dotTile (only the first 4 rows of a prefetch: the rest
+/// find the lines in L2).
 template <class E>
 KILN_ATTN_INLINE void dotGrid(const float *const *a, int64_t na,
                               const E *const *b, int64_t nb, int64_t n,
-                              float *out, int64_t ldOut) {
+                              float *out, int64_t ldOut, int64_t ahead = 0) {
   int64_t x = 0;
   for (; x + 4 <= na; x += 4)
-    dotRow<4>(a + x, b, nb, n, out + x * ldOut, ldOut);
+    dotRow<4>(a + x, b, nb, n, out + x * ldOut, ldOut, x == 0 ? ahead : 0);
   for (; x < na; ++x)
-    dotRow<1>(a + x, b, nb, n, out + x * ldOut, ldOut);
+    dotRow<1>(a + x, b, nb, n, out + x * ldOut, ldOut, x == 0 ? ahead : 0);
 }
 
 KILN_ATTN_INLINE float dot(const float *a, const float *b, int64_t n) {
@@ -188,10 +206,12 @@ KILN_ATTN_INLINE void axpy(float *y, float a, const float *x, int64_t n) {
 /// y[r] += sum_j a[r * lda + j] * x[j] for r < R, j < count: per element the
 /// terms are added in order j = 0, 1, ... (as repeated axpy would), while
 /// 64 columns of R rows of y stay in registers. `x` rows are floats or BF16
-/// bits.
+/// bits; `ahead` as for prefetchAhead, on the x rows.
 template <int R, class E>
 KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
-                               const E *const *x, int64_t count, int64_t n) {
+                               const E *const *x, int64_t count, int64_t n,
+                               int64_t ahead = 0) {
+  constexpr int64_t kLine = 64 / sizeof(E);
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     F16x acc[R][4];
@@ -199,6 +219,8 @@ KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
       for (int k = 0; k < 4; ++k)
         acc[r][k] = load(y[r] + i + 16 * k);
     for (int64_t j = 0; j < count; ++j) {
+      for (int64_t l = 0; l < 64; l += kLine)
+        prefetchAhead(x[j] + i + l, ahead);
       F16x xv[4];
       for (int k = 0; k < 4; ++k)
         xv[k] = load(x[j] + i + 16 * k);
@@ -228,16 +250,17 @@ KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
         y[r][i] += a[r * lda + j] * element(x[j] + i);
 }
 
-/// axpyTile over `rows` rows of y, four at a time.
+/// axpyTile over `rows` rows of y, four at a time; `ahead` as for
+/// axpyTile (only the first pass prefetches).
 template <class E>
 KILN_ATTN_INLINE void axpyGrid(float *const *y, int64_t rows, const float *a,
                                int64_t lda, const E *const *x, int64_t count,
-                               int64_t n) {
+                               int64_t n, int64_t ahead = 0) {
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4)
-    axpyTile<4>(y + r, a + r * lda, lda, x, count, n);
+    axpyTile<4>(y + r, a + r * lda, lda, x, count, n, r == 0 ? ahead : 0);
   for (; r < rows; ++r)
-    axpyTile<1>(y + r, a + r * lda, lda, x, count, n);
+    axpyTile<1>(y + r, a + r * lda, lda, x, count, n, r == 0 ? ahead : 0);
 }
 
 KILN_ATTN_INLINE void scale(float *y, float a, int64_t n) {
