@@ -3,7 +3,9 @@
 #include "TestUtil.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <iterator>
 
 using namespace kiln::cpu;
 using namespace kiln::cpu::test;
@@ -162,6 +164,36 @@ TEST(Indexer, TiesGoToTheLowerPosition) {
   // All equal (all ReLU'd to zero): the first k positions.
   HandCase zeros{1, 1, {1}, {1}, {-1, -2, -3, -4, -5}};
   EXPECT_EQ(zeros.select(3), (std::vector<int32_t>{0, 1, 2}));
+}
+
+TEST(Indexer, ManyKeysAndTiesSelectAsTheTotalOrderDoes) {
+  // 6,000 keys from a few values (so most scores tie), zeros of both signs,
+  // infinities and negatives (ReLU'd to zero); weights +1 and -1 (scores of
+  // either sign). The selection must be the first k of (score descending,
+  // position ascending), listed by position, for k from 1 to n - 1.
+  const float values[] = {0.0f,  -0.0f, 1.0f, 2.5f,     -3.0f,
+                          1e30f, 1e-3f, 2.5f, INFINITY, -INFINITY};
+  std::mt19937 rng(11);
+  std::vector<float> keys(6000);
+  for (float &v : keys)
+    v = values[rng() % std::size(values)];
+  for (float weight : {1.0f, -1.0f}) {
+    HandCase c{1, 1, {1}, {weight}, keys};
+    for (int64_t k : {1, 7, 2048, 5999}) {
+      std::vector<int32_t> ranked(keys.size());
+      std::vector<float> score(keys.size());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        ranked[i] = int32_t(i);
+        score[i] = 0.0f + weight * std::max(0.0f, keys[i]);
+      }
+      std::stable_sort(ranked.begin(), ranked.end(), [&](int32_t x, int32_t y) {
+        return score[x] > score[y];
+      });
+      ranked.resize(size_t(k));
+      std::sort(ranked.begin(), ranked.end());
+      EXPECT_EQ(c.select(k), ranked) << "weight " << weight << ", k " << k;
+    }
+  }
 }
 
 } // namespace
