@@ -32,9 +32,6 @@ using namespace kiln::cpu::avx512;
 
 namespace {
 
-/// How many row groups ahead the GEMV prefetches (see gemvRows).
-constexpr int kPrefetchGroups = 2;
-
 KILN_AVX512_INLINE void store(const MatmulRows &io, int64_t t, int64_t n,
                               __m512 acc) {
   float sum = treeSum(acc);
@@ -85,7 +82,7 @@ KILN_AVX512 void gemvRows(const Dec &dec, const float *const *x,
   // prefetchers fall behind: fetch the next group of rows into L2 at the
   // pace this group is read (rows are contiguous: one linear stream).
   const char *prefetch =
-      static_cast<const char *>(dec.rowBytes(n + kPrefetchGroups * R));
+      static_cast<const char *>(dec.rowBytes(n + kGemvPrefetchGroups * R));
   const int64_t prefetchStep = Dec::kPrefetch ? R * dec.bytesPer32() : 0;
 
   int64_t k = 0;

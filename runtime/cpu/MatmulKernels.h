@@ -17,6 +17,11 @@ namespace kiln::cpu {
 /// Lanes of the canonical summation order.
 constexpr int kLanes = 16;
 
+/// How many row groups ahead the AVX-512 GEMVs (f32 and BF16 activations)
+/// prefetch their weight rows into L2. Measured on a 2-vCPU Emerald Rapids
+/// (bench/RESULTS.md, 2026-12-07): 2 and 4 the same within noise, 8 slower.
+constexpr int kGemvPrefetchGroups = 2;
+
 /// Sums kLanes lanes as the order of Matmul.h says: lane i plus lane i + 8,
 /// then + 4, + 2, + 1 (the scalar references; the vector kernels add
 /// register halves in the same pattern).

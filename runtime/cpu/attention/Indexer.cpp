@@ -119,8 +119,8 @@ uint32_t orderKey(float score) {
 /// radix select finds the k-th best key in three passes of 11, 11 and 10
 /// bits over the keys (`keys`, n of them), and a last pass lists, in
 /// position order, every key above it and the first keys equal to it, so
-/// nothing is sorted: O(n), where nth_element and a sort of the k took
-/// most of a decode step's indexer time at 8k positions.
+/// nothing is sorted: O(n). Against nth_element and a sort of the k it took
+/// 12-14% off indexer_top_k at 8k positions (bench/RESULTS.md, 2026-12-07).
 void selectTopK(const float *scores, uint32_t *keys, int64_t n, int64_t k,
                 int32_t *out) {
   if (n <= k) {
