@@ -266,6 +266,16 @@ answer = read_until_closed(raw)
 check("malformed HTTP -> 400", answer.startswith(b"HTTP/1.1 400") and
       b"malformed HTTP request" in answer, answer[:200])
 
+# The status line comes at a --log-interval tick (1 s here) that finds the
+# engine busy or tokens made since the last line; the fixture can finish all
+# of the above between two ticks on a fast machine. So keep it busy until a
+# line is in the log (60 s at most): the check below then reads it.
+deadline = time.time() + 60
+while time.time() < deadline and "generation" not in open(
+        os.path.join(work, "serve.log")).read():
+    request(port, "POST", "/v1/completions",
+            dict(greedy, prompt="def", max_tokens=64))
+
 # SIGTERM drains.
 holder = {}
 
