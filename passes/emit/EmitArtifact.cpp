@@ -119,9 +119,12 @@ buildGpuSymbol(flatbuffers::FlatBufferBuilder &fbb, const GpuCodeObject &object,
   for (const GpuScratchSpec &s : lowering.scratch)
     scratch.emplace_back(s.perRow, s.fixed, s.perPosition);
   auto target = fbb.CreateString(object.target);
-  auto symbol = fbb.CreateString(binaries.front().symbol);
-  auto workgroup = fbb.CreateVector(
-      std::vector<uint32_t>{binaries.front().workgroupSize, 1, 1});
+  // A dispatch the device communicator runs alone has no kernel to name.
+  const GpuLaunchBinary none{"communicator", 1, 0};
+  const GpuLaunchBinary &first = binaries.empty() ? none : binaries.front();
+  auto symbol = fbb.CreateString(first.symbol);
+  auto workgroup =
+      fbb.CreateVector(std::vector<uint32_t>{first.workgroupSize, 1, 1});
   auto launchV = fbb.CreateVector(launches);
   auto scratchV = fbb.CreateVectorOfStructs(scratch);
   fb::KernelSymbolBuilder sb(fbb);
@@ -129,7 +132,7 @@ buildGpuSymbol(flatbuffers::FlatBufferBuilder &fbb, const GpuCodeObject &object,
   sb.add_symbol(symbol);
   sb.add_code_object(codeObject);
   sb.add_workgroup_size(workgroup);
-  sb.add_lds_bytes(binaries.front().ldsBytes);
+  sb.add_lds_bytes(first.ldsBytes);
   sb.add_launches(launchV);
   sb.add_scratch(scratchV);
   return sb.Finish();

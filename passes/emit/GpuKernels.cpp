@@ -89,9 +89,11 @@ Result<GpuCodeObject> kiln::emit::buildGpuCodeObject(
     binaries[symbol] = {symbol, uint32_t(spec.blockSize()),
                         uint32_t(props->ldsBytes)};
   }
-  for (const auto &[key, lowering] : lowerings)
-    for (const GpuLaunchSpec &l : lowering.launches)
-      out.dispatches[key].push_back(binaries.at(symbolOf.at(l.spec.symbol())));
+  for (const auto &[key, lowering] : lowerings) {
+    std::vector<GpuLaunchBinary> &launches = out.dispatches[key]; // none: the
+    for (const GpuLaunchSpec &l : lowering.launches) // communicator's alone
+      launches.push_back(binaries.at(symbolOf.at(l.spec.symbol())));
+  }
   out.elf = std::move(compiled.codeObject);
   return out;
 }

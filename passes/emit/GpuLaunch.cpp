@@ -9,6 +9,8 @@ using namespace kiln::emit;
 
 std::string GpuDispatchLowering::key() const {
   std::ostringstream os;
+  if (communicatorOnly)
+    os << "communicator";
   for (const GpuLaunchSpec &l : launches) {
     std::string symbol = l.spec.symbol();
     os << symbol.substr(0, symbol.rfind('_')) << "(";
@@ -58,7 +60,7 @@ kiln::emit::lowerGpuDispatch(const GpuDispatchContext &context) {
     if (!lowering)
       continue;
     // A shape the kernels do not cover stays on the CPU.
-    bool valid = !lowering->launches.empty();
+    bool valid = lowering->communicatorOnly != !lowering->launches.empty();
     for (const GpuLaunchSpec &l : lowering->launches)
       valid = valid && l.spec.validate().empty();
     if (valid)

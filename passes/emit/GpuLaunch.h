@@ -104,6 +104,9 @@ struct GpuScratchSpec {
 struct GpuDispatchLowering {
   std::vector<GpuLaunchSpec> launches;
   std::vector<GpuScratchSpec> scratch;
+  /// The device communicator runs the whole dispatch, with no launch
+  /// (all_gather_rows: RCCL's all-gather-v, runtime/hip/HipCollectives.cpp).
+  bool communicatorOnly = false;
   /// Chip-independent identity of the whole sequence (kernel symbols
   /// without their chip, grids, arguments, scratch).
   std::string key() const;

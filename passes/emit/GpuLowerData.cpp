@@ -260,11 +260,11 @@ struct Lowerer {
     return l;
   }
 
-  /// all_reduce: its sum over the ranks is the device communicator's (an
-  /// RCCL all-gather, then this launch's rank_sum adding the gathered parts
-  /// in rank order: runtime/comm/Rccl.h), which passes the arguments
-  /// (gathered, out, count, ranks) itself; the grid is over the row's
-  /// elements.
+  /// all_reduce and reduce_scatter_rows: the device communicator exchanges
+  /// the parts (an RCCL all-gather or all-to-all, runtime/hip/
+  /// HipCollectives.cpp), then this launch's rank_sum adds them in rank
+  /// order; the runtime passes the arguments (parts, out, count, ranks)
+  /// itself; the grid is over the row's elements.
   std::optional<GpuLaunchSpec> allReduce() const {
     if (!buffers({0, 1}) || c.bufferElems(0) != c.bufferElems(1))
       return std::nullopt;
@@ -382,6 +382,7 @@ struct Lowerer {
     case abi::Kernel::TakeRows:
       return takeRows();
     case abi::Kernel::AllReduce:
+    case abi::Kernel::ReduceScatterRows:
       return allReduce();
     default:
       return std::nullopt;
@@ -394,6 +395,15 @@ struct Lowerer {
 std::optional<GpuDispatchLowering>
 kiln::emit::lowerDataDispatch(const GpuDispatchContext &context) {
   Lowerer lower{context, context.dispatch};
+  // all_gather_rows: RCCL's all-gather-v alone.
+  if (context.dispatch.kernel == abi::Kernel::AllGatherRows) {
+    if (!lower.buffers({0, 1}) ||
+        context.bufferElems(0) != context.bufferElems(1))
+      return std::nullopt;
+    GpuDispatchLowering lowering;
+    lowering.communicatorOnly = true;
+    return lowering;
+  }
   if (context.dispatch.kernel == abi::Kernel::Split ||
       context.dispatch.kernel == abi::Kernel::Concat)
     return lower.splitConcat(context.dispatch.kernel == abi::Kernel::Split);

@@ -169,6 +169,8 @@ kiln::emit::readGpuLaunches(ModuleOp module) {
                             uint32_t(launch.getArgIndex(i))});
         lowering.launches.push_back(std::move(l));
       }
+      // Recorded with no launch: the communicator's alone.
+      lowering.communicatorOnly = lowering.launches.empty();
       if (auto scratch = op.getGpuScratchAttr()) {
         ArrayRef<int64_t> s = scratch.asArrayRef();
         for (size_t i = 0; i + 2 < s.size(); i += 3)

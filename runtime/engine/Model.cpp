@@ -155,6 +155,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
   ctx.comm = options.comm;
   ctx.rankTokens = &model->rankTokens_;
   ctx.rowGroup = std::max(1, config.tensor_parallel());
+  model->rowGroup_ = ctx.rowGroup;
   model->comm_ = options.comm;
   uint32_t nPlans = meta.plans() ? meta.plans()->size() : 0;
   for (uint32_t i = 0; i < nPlans; ++i) {
@@ -196,26 +197,31 @@ Result<PlanOutputs> Model::run(std::string_view name,
         StatusCode::NotFound, artifact_->path(), ": no plan '", name,
         "' (the artifact has: ", names.empty() ? "none" : names, ")");
   }
-  if (device_)
-    return device_->run(plan->plan(), inputs);
-  if (!deviceOnly_.empty())
+  if (!device_ && !deviceOnly_.empty())
     return makeError(StatusCode::FailedPrecondition, artifact_->path(),
                      ": plan '", name, "' runs only on a GPU: ", deviceOnly_);
   if (!meets())
-    return plan->run(inputs);
+    return device_ ? device_->run(plan->plan(), inputs) : plan->run(inputs);
   // Checked before the meeting: once the ranks have met, every one of them
   // must run the plan to its end, or their collectives no longer match.
-  KILN_RETURN_IF_ERROR(plan->checkInputs(inputs));
+  KILN_RETURN_IF_ERROR(device_ ? device_->checkInputs(plan->plan(), inputs)
+                               : plan->checkInputs(inputs));
   int mine = 0;
   while (plans_[size_t(mine)].get() != plan)
     ++mine;
   for (;;) {
     KILN_ASSIGN_OR_RETURN(int now, meet(mine, inputs.tokens));
     if (now == mine) // idle calls in between appended nothing
-      return plan->runChecked(inputs);
-    KILN_RETURN_IF_ERROR(plans_[size_t(now)]->runIdle());
+      return device_ ? device_->run(plan->plan(), inputs)
+                     : plan->runChecked(inputs);
+    KILN_RETURN_IF_ERROR(runIdle(size_t(now)));
     ++idlePlanCalls_;
   }
+}
+
+Status Model::runIdle(size_t plan) {
+  return device_ ? device_->runIdle(plans_[plan]->plan())
+                 : plans_[plan]->runIdle();
 }
 
 Status Model::idle() {
@@ -225,7 +231,7 @@ Status Model::idle() {
     KILN_ASSIGN_OR_RETURN(int now, meet(-1, 0));
     if (now < 0)
       return Status::ok();
-    KILN_RETURN_IF_ERROR(plans_[size_t(now)]->runIdle());
+    KILN_RETURN_IF_ERROR(runIdle(size_t(now)));
     ++idlePlanCalls_;
   }
 }

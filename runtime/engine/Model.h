@@ -145,6 +145,11 @@ public:
   Status idle();
   /// Data-parallel attention: plan calls this rank joined with no tokens.
   int64_t idlePlanCalls() const { return idlePlanCalls_; }
+  /// Data-parallel attention: every rank's tokens in the plan call being
+  /// run, in rank order (empty: one rank, or no data-parallel attention),
+  /// and the ranks per data-parallel group, which run the same tokens.
+  const std::vector<int64_t> &rankTokens() const { return rankTokens_; }
+  int64_t rowGroup() const { return rowGroup_; }
 
   /// From now on plans, caches and sequence lengths live on `device`
   /// (PlanDevice.h). Only before any sequence holds rows.
@@ -192,6 +197,8 @@ private:
   /// index, -1: idle) and token count; fills rankTokens_ and returns the
   /// plan every rank runs now (-1: every rank is idle).
   Result<int> meet(int plan, int64_t tokens);
+  /// Runs plans_[plan] with no tokens (on the device, if any).
+  Status runIdle(size_t plan);
 
   std::unique_ptr<artifact::Artifact> artifact_;
   ModelInfo info_;
@@ -210,6 +217,7 @@ private:
   comm::Communicator *comm_ = nullptr;
   /// Each rank's tokens in the plan call being run (ExecContext::rankTokens).
   std::vector<int64_t> rankTokens_;
+  int64_t rowGroup_ = 1;
   int64_t idlePlanCalls_ = 0;
   /// Why the CPU cannot run the plans (BoundWeight::deviceOnly of the
   /// first such weight); empty when it can.

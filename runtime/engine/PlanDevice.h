@@ -28,6 +28,13 @@ public:
   /// before the call.
   virtual Result<PlanOutputs> run(const ValidatedPlan &plan,
                                   const PlanInputs &inputs) = 0;
+  /// What run() checks first (Model::run checks before the data-parallel
+  /// ranks meet, after which every rank must run the plan to its end).
+  virtual Status checkInputs(const ValidatedPlan &plan,
+                             const PlanInputs &inputs) const = 0;
+  /// Data-parallel attention, an idle rank: runs `plan` with no tokens of
+  /// its own (its collectives and the MoE over the other ranks' rows).
+  virtual Status runIdle(const ValidatedPlan &plan) = 0;
   /// Rows sequence `seq` holds in cache `cache` (Artifact.caches index).
   virtual int64_t cacheRows(size_t cache, int32_t seq) const = 0;
   /// Rolls cache `cache` of `seq` back to `length` rows.

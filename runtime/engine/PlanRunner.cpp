@@ -1,6 +1,7 @@
 //===- PlanRunner.cpp - Running a validated plan on the CPU kernels -------===//
 
 #include "runtime/engine/PlanRunner.h"
+#include "runtime/engine/RowExchange.h"
 
 #include "runtime/cpu/Elementwise.h"
 #include "runtime/cpu/Embedding.h"
@@ -65,10 +66,7 @@ int64_t PlanRunner::rowCount(uint32_t buffer) const {
 int64_t PlanRunner::gatheredTokens(int64_t tokens) const {
   if (!ctx_.rankTokens || ctx_.rankTokens->empty())
     return tokens;
-  int64_t sum = 0;
-  for (size_t r = 0; r < ctx_.rankTokens->size(); r += size_t(ctx_.rowGroup))
-    sum += (*ctx_.rankTokens)[r];
-  return sum;
+  return RowExchange::gatheredRows(*ctx_.rankTokens, ctx_.rowGroup);
 }
 
 Status PlanRunner::reserve(int64_t tokens, int64_t selected, int64_t gathered) {
@@ -498,44 +496,6 @@ Status PlanRunner::execute(const Step &s) {
   return fail(StatusCode::Internal, "kernel not handled");
 }
 
-namespace {
-
-/// The data-parallel groups of a collective: each group's tokens (those of
-/// its first rank; every rank of a group runs the same ones) and where its
-/// rows start among the gathered ones.
-struct RowGroups {
-  int64_t size = 1; // ranks per group
-  std::vector<size_t> tokens, offsets;
-  size_t of(int rank) const { return size_t(rank / size); }
-};
-
-/// Every rank holds the same counts (Model::meet), so every rank fails here
-/// alike, before any rank enters the collective.
-Result<RowGroups> rowGroups(const std::vector<int64_t> &rankTokens,
-                            int64_t size, int64_t declared) {
-  if (declared != size || size < 1 || rankTokens.size() % size_t(size) != 0)
-    return makeError(StatusCode::FailedPrecondition, "the plan sums or ",
-                     "exchanges rows in groups of ", declared, " ranks, but ",
-                     "the artifact's data-parallel groups have ", size, " of ",
-                     rankTokens.size());
-  RowGroups g;
-  g.size = size;
-  size_t at = 0;
-  for (size_t r = 0; r < rankTokens.size(); r += size_t(size)) {
-    for (size_t q = r; q < r + size_t(size); ++q)
-      if (rankTokens[q] != rankTokens[r])
-        return makeError(StatusCode::FailedPrecondition, "ranks ", r, " and ",
-                         q, " of one data-parallel group run ", rankTokens[r],
-                         " and ", rankTokens[q], " tokens");
-    g.tokens.push_back(size_t(rankTokens[r]));
-    g.offsets.push_back(at);
-    at += size_t(rankTokens[r]);
-  }
-  return g;
-}
-
-} // namespace
-
 Status PlanRunner::collective(const Step &s) {
   const uint32_t in = s.args[0].index(), out = s.args[1].index();
   const size_t width = size_t(plan_->buffers()[in].rowElems);
@@ -555,64 +515,43 @@ Status PlanRunner::collective(const Step &s) {
     return ctx_.comm->allReduceSum(comm::Span<const float>(f32(in), n),
                                    comm::Span<float>(f32(out), n),
                                    int(s.get<abi::AllReduceParams>().group));
-  const int64_t declared = s.kernel == Kernel::AllReduce
-                               ? s.get<abi::AllReduceParams>().group
-                           : s.kernel == Kernel::AllGatherRows
-                               ? s.get<abi::AllGatherRowsParams>().group
-                               : s.get<abi::ReduceScatterRowsParams>().group;
-  KILN_ASSIGN_OR_RETURN(RowGroups g,
-                        rowGroups(*ctx_.rankTokens, ctx_.rowGroup, declared));
-  const std::vector<int64_t> &tokens = *ctx_.rankTokens;
-  const size_t size = tokens.size(), mine = size_t(tokens_) * width;
+  KILN_ASSIGN_OR_RETURN(
+      RowExchange x,
+      RowExchange::create(*ctx_.rankTokens, ctx_.rowGroup, collectiveGroup(s)));
+  const int rank = ctx_.comm->rank();
+  const size_t mine = size_t(tokens_) * width;
   const size_t gathered = size_t(gathered_) * width;
   cpu::Arena::Scope scope(*ctx_.arena);
 
-  if (s.kernel == Kernel::AllGatherRows) {
-    // The first rank of each group sends the group's rows.
-    comm::Counts counts(size, 0);
-    for (size_t r = 0; r < size; r += size_t(g.size))
-      counts[r] = g.tokens[g.of(int(r))] * width;
-    const bool sends = ctx_.comm->rank() % g.size == 0;
+  if (s.kernel == Kernel::AllGatherRows)
     return ctx_.comm->allGatherV(
-        comm::Span<const float>(f32(in), sends ? mine : 0),
-        comm::Span<float>(f32(out), gathered), counts);
-  }
+        comm::Span<const float>(f32(in), x.gatherSend(rank, width)),
+        comm::Span<float>(f32(out), gathered), x.gatherCounts(width));
 
   if (s.kernel == Kernel::AllReduce) {
     // A sum inside this rank's group, whose row count differs from other
-    // groups': every rank's part, then this group's parts (consecutive,
-    // of one size) added in rank order.
+    // groups'.
     if (plan_->buffers()[in].rows != fb::Rows::Tokens)
       return makeError(
           StatusCode::FailedPrecondition,
           "under data-parallel attention a sum runs over "
           "Tokens rows, found ",
           abi::rowsKindName(abi::RowsKind(plan_->buffers()[in].rows)), " rows");
-    comm::Counts counts(size);
     size_t total = 0;
-    for (size_t r = 0; r < size; ++r)
-      total += counts[r] = size_t(tokens[r]) * width;
+    comm::Counts counts = x.partCounts(width, total);
     float *all = ctx_.arena->alloc<float>(int64_t(std::max<size_t>(total, 1)));
     KILN_RETURN_IF_ERROR(
         ctx_.comm->allGatherV(comm::Span<const float>(f32(in), mine),
                               comm::Span<float>(all, total), counts));
-    const size_t group = g.of(ctx_.comm->rank());
-    comm::sumInRankOrder(all + g.offsets[group] * size_t(g.size) * width,
-                         f32(out), mine, int(g.size), comm::DataType::F32);
+    comm::sumInRankOrder(all + x.groupPartsOffset(rank, width), f32(out), mine,
+                         int(x.groupSize()), comm::DataType::F32);
     return Status::ok();
   }
 
-  // reduce_scatter_rows: every rank sends each peer that peer's group's rows
-  // of its partial result and receives its own group's rows from every
-  // peer, added in rank order.
-  comm::Counts sendCounts(size), sendDispls(size), recvCounts(size),
-      recvDispls(size);
-  for (size_t p = 0; p < size; ++p) {
-    sendCounts[p] = g.tokens[g.of(int(p))] * width;
-    sendDispls[p] = g.offsets[g.of(int(p))] * width;
-    recvCounts[p] = mine;
-    recvDispls[p] = p * mine;
-  }
+  // reduce_scatter_rows.
+  comm::Counts sendCounts, sendDispls, recvCounts, recvDispls;
+  x.scatterCounts(width, mine, sendCounts, sendDispls, recvCounts, recvDispls);
+  const size_t size = size_t(x.ranks());
   float *parts =
       ctx_.arena->alloc<float>(int64_t(std::max<size_t>(size * mine, 1)));
   KILN_RETURN_IF_ERROR(ctx_.comm->allToAllV(

@@ -2,6 +2,7 @@
 
 #include "runtime/hip/HipPlanDevice.h"
 #include "runtime/comm/CommFactory.h"
+#include "runtime/engine/RowExchange.h"
 
 #include <algorithm>
 #include <cstring>
@@ -41,11 +42,6 @@ HipPlanDevice::create(engine::Model &model, const HipPlanOptions &options) {
     for (const fb::CodeObject *o : *meta.code_objects())
       anyGpu = anyGpu || isGpuTarget(*o);
   // Say what is wrong with the artifact before looking for a GPU.
-  if (meta.config()->attention_data_parallel())
-    return makeError(StatusCode::FailedPrecondition, model.artifact().path(),
-                     " was compiled with --dp-attention, which runs on CPU "
-                     "ranks only so far: compile it without --dp-attention "
-                     "for the GPU");
   if (!anyGpu)
     return makeError(StatusCode::FailedPrecondition, model.artifact().path(),
                      " has no GPU code object: compile it with kiln-compile "
@@ -154,11 +150,13 @@ Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
   for (const engine::Step &step : runner->steps()) {
     const fb::Dispatch &d = *plan.dispatches()->Get(step.dispatch);
     const fb::Kernel &kernel = *meta.kernels()->Get(d.kernel());
+    // A row gather is the communicator's alone: no launch.
+    const bool noLaunch = step.kernel == abi::Kernel::AllGatherRows;
     const fb::KernelSymbol *symbol = nullptr;
     if (kernel.symbols())
       for (const fb::KernelSymbol *s : *kernel.symbols())
         if (s->target()->string_view() == target_ && s->launches() &&
-            s->launches()->size() > 0)
+            (s->launches()->size() > 0 || noLaunch))
           symbol = s;
     auto where = [&] {
       return "plan '" + plan.name()->str() + "' dispatches[" +
@@ -171,11 +169,17 @@ Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
                        " kernel in this artifact: no GPU kernel covers its "
                        "shape, so it cannot run on --device=hip");
     Dispatch out;
-    out.allReduce = step.kernel == abi::Kernel::AllReduce;
-    if (out.allReduce && symbol->launches()->size() != 1)
-      return makeError(StatusCode::InvalidArgument, where(), ": expected one ",
-                       "launch (the rank-order sum), found ",
-                       symbol->launches()->size());
+    out.collective = step.kernel == abi::Kernel::AllReduce ||
+                     step.kernel == abi::Kernel::AllGatherRows ||
+                     step.kernel == abi::Kernel::ReduceScatterRows;
+    const size_t expected = noLaunch ? 0 : 1;
+    if (out.collective && symbol->launches()->size() != expected)
+      return makeError(StatusCode::InvalidArgument, where(), ": expected ",
+                       expected,
+                       noLaunch ? " launches"
+                                : " launch (the "
+                                  "rank-order sum)",
+                       ", found ", symbol->launches()->size());
     for (const fb::GpuLaunch *l : *symbol->launches()) {
       Launch launch;
       launch.symbol = l->symbol()->str();
@@ -275,18 +279,20 @@ Result<void *> HipPlanDevice::weightPointer(uint32_t weight, Part part) {
 }
 
 Status HipPlanDevice::reserve(const ValidatedPlan &plan, PlanState &state,
-                              int64_t tokens, int64_t selected) {
+                              int64_t tokens, int64_t selected,
+                              int64_t gathered) {
   if (!state.buffers.empty() && tokens <= state.capTokens &&
-      selected <= state.capSelected)
+      selected <= state.capSelected && gathered <= state.capGathered)
     return Status::ok();
   int64_t capT = std::max(tokens, state.capTokens);
   int64_t capR = std::max({selected, state.capSelected, int64_t(1)});
+  int64_t capG = std::max(gathered, state.capGathered);
   for (void *p : state.buffers)
     KILN_RETURN_IF_ERROR(release(p));
   state.buffers.clear();
   for (const engine::BufferInfo &b : plan.buffers()) {
-    int64_t rows = b.rows == fb::Rows::Tokens || b.rows == fb::Rows::Gathered
-                       ? capT
+    int64_t rows = b.rows == fb::Rows::Tokens     ? capT
+                   : b.rows == fb::Rows::Gathered ? capG
                    : b.rows == fb::Rows::Selected ? capR
                                                   : 1;
     KILN_ASSIGN_OR_RETURN(void *p, allocate(size_t(rows * b.rowElems) * 4));
@@ -294,54 +300,8 @@ Status HipPlanDevice::reserve(const ValidatedPlan &plan, PlanState &state,
   }
   state.capTokens = capT;
   state.capSelected = capR;
+  state.capGathered = capG;
   return Status::ok();
-}
-
-Status HipPlanDevice::allReduce(const ValidatedPlan &plan,
-                                const engine::Step &step,
-                                const Dispatch &dispatch, PlanState &state,
-                                int64_t rows) {
-  void *in = state.buffers[step.args[0].index()];
-  void *out = state.buffers[step.args[1].index()];
-  const size_t n =
-      size_t(rows) * size_t(plan.buffers()[step.args[0].index()].rowElems);
-  if (!rccl_) // one rank: the identity
-    return in == out ? Status::ok() : device_->copyOnDevice(out, in, n * 4);
-  const Launch &l = dispatch.launches[0];
-  comm::DeviceRankOrderSum sum;
-  sum.scratch = [this](size_t bytes) -> Result<void *> {
-    if (gatheredBytes_ < bytes) {
-      KILN_RETURN_IF_ERROR(release(gathered_));
-      gathered_ = nullptr;
-      KILN_ASSIGN_OR_RETURN(gathered_, allocate(bytes));
-      gatheredBytes_ = bytes;
-    }
-    return gathered_;
-  };
-  // The communicator passes the group's gathered parts and their count;
-  // the launch's grid (div elements per workgroup) covers the count.
-  sum.sum = [&](const void *gathered, void *result, size_t count, int ranks,
-                void *) -> Status {
-    LaunchDims dims;
-    int64_t per = std::max<int64_t>(1, l.div[0]);
-    int64_t workgroups = (int64_t(count) + per - 1) / per;
-    dims.grid = {uint32_t(std::max<int64_t>(workgroups, 1)), 1, 1};
-    dims.block = {l.workgroupSize, 1, 1};
-    KernelArgs args;
-    args.pointer(const_cast<void *>(gathered));
-    args.pointer(result);
-    args.i32(int32_t(count));
-    args.i32(ranks);
-    return device_->launch(l.function, dims, args);
-  };
-  // Installed for this call only: the sum refers to this step's launch.
-  rccl_->setRankOrderSum(std::move(sum));
-  Status s = rccl_->allReduceSum(
-      comm::Span<const float>(static_cast<const float *>(in), n),
-      comm::Span<float>(static_cast<float *>(out), n),
-      int(step.get<abi::AllReduceParams>().group));
-  rccl_->setRankOrderSum({});
-  return s;
 }
 
 Result<PlanOutputs> HipPlanDevice::run(const ValidatedPlan &plan,
@@ -360,8 +320,14 @@ Result<PlanOutputs> HipPlanDevice::run(const ValidatedPlan &plan,
       table_[i] = int32_t(i);
   }
   std::vector<int32_t> slots;
-  KILN_RETURN_IF_ERROR(checkInputs(plan, in, slots));
-  KILN_RETURN_IF_ERROR(reserve(plan, state, in.tokens, in.logitCount));
+  if (in.tokens > 0 || !dataParallel()) // an idle rank has none to check
+    KILN_RETURN_IF_ERROR(checkInputs(plan, in, slots));
+  callTokens_ = in.tokens;
+  callGathered_ = dataParallel() ? engine::RowExchange::gatheredRows(
+                                       model_.rankTokens(), model_.rowGroup())
+                                 : in.tokens;
+  KILN_RETURN_IF_ERROR(
+      reserve(plan, state, in.tokens, in.logitCount, callGathered_));
   KILN_RETURN_IF_ERROR(execute(plan, state, in, slots));
   // The caches now hold the appended rows.
   for (uint32_t c : plan.appendedCaches())
@@ -381,12 +347,25 @@ Result<PlanOutputs> HipPlanDevice::run(const ValidatedPlan &plan,
   return out;
 }
 
+Status HipPlanDevice::checkInputs(const ValidatedPlan &plan,
+                                  const PlanInputs &in) const {
+  std::vector<int32_t> slots;
+  return checkInputs(plan, in, slots);
+}
+
+Status HipPlanDevice::runIdle(const ValidatedPlan &plan) {
+  return run(plan, PlanInputs{}).status();
+}
+
 Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
                               const PlanInputs &in,
                               const std::vector<int32_t> &slots) {
   const auto &buffers = plan.buffers();
   auto upload = [&](uint32_t buffer, const void *host, size_t bytes) {
-    return device_->copyToDevice(state.buffers[buffer], host, bytes);
+    // An idle data-parallel rank has no inputs.
+    return bytes == 0
+               ? Status::ok()
+               : device_->copyToDevice(state.buffers[buffer], host, bytes);
   };
   size_t tokenBytes = size_t(in.tokens) * 4;
   if (tableChanged_) {
@@ -408,8 +387,9 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
   auto rowsOfBuffer = [&](uint32_t b) -> int64_t {
     switch (buffers[b].rows) {
     case fb::Rows::Tokens:
-    case fb::Rows::Gathered: // one rank's: create() refuses --dp-attention
       return in.tokens;
+    case fb::Rows::Gathered:
+      return callGathered_;
     case fb::Rows::Selected:
       return in.logitCount;
     case fb::Rows::One:
@@ -451,8 +431,8 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
         scratchBytes_[j] = bytes;
       }
     }
-    if (dispatch.allReduce) {
-      KILN_RETURN_IF_ERROR(allReduce(plan, step, dispatch, state, rows));
+    if (dispatch.collective) {
+      KILN_RETURN_IF_ERROR(collective(plan, step, dispatch, state, rows));
       continue;
     }
     for (const Launch &l : dispatch.launches) {

@@ -11,7 +11,10 @@
 //            mpirun) gets an RCCL communicator (runtime/comm/Rccl.h,
 //            bootstrapped over MPI): its all_reduce dispatches are an
 //            RCCL all-gather and the rank-order sum kernel, so every rank
-//            gets the CPU ranks' fixed-order sum.
+//            gets the CPU ranks' fixed-order sum. Under data-parallel
+//            attention (--dp-attention) the row exchanges around each MoE
+//            are RCCL's all-gather-v and all-to-all-v, the second followed
+//            by the same sum (engine/RowExchange.h, HipCollectives.cpp).
 //   usePool  (the serving engine's page pool) allocates the caches as its
 //            pages; any sequence holds any page, through the page table
 //            the kernels read, uploaded when it changed. Without it the
@@ -19,12 +22,13 @@
 //            pages.
 //   run      maps sequence ids to cache slots, checks the inputs, copies
 //            them in, launches every dispatch's kernels in order on one
-//            stream, copies the logits (and hidden rows) back.
+//            stream, copies the logits (and hidden rows) back. runIdle is
+//            a run with no tokens (an idle data-parallel rank).
 //
-// HipPlanDevice.cpp loads and runs the plans; HipPlanCaches.cpp keeps the
-// caches, slots and page pool. Sequence lengths are kept on the host, as the
-// CPU caches keep theirs, so rollback after speculative decoding is a length
-// change.
+// HipPlanDevice.cpp loads and runs the plans; HipCollectives.cpp runs the
+// collectives; HipPlanCaches.cpp keeps the caches, slots and page pool.
+// Sequence lengths are kept on the host, as the CPU caches keep theirs, so
+// rollback after speculative decoding is a length change.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +73,9 @@ public:
   std::string name() const override { return "hip:" + target_; }
   Result<engine::PlanOutputs> run(const engine::ValidatedPlan &plan,
                                   const engine::PlanInputs &inputs) override;
+  Status checkInputs(const engine::ValidatedPlan &plan,
+                     const engine::PlanInputs &inputs) const override;
+  Status runIdle(const engine::ValidatedPlan &plan) override;
   int64_t cacheRows(size_t cache, int32_t seq) const override;
   void truncate(size_t cache, int32_t seq, int64_t length) override;
   Status usePool(int64_t pages, int64_t pageRows) override;
@@ -97,14 +104,15 @@ private:
   struct Dispatch {
     std::vector<Launch> launches;
     std::vector<Scratch> scratch;
-    /// An all_reduce: the communicator runs it (its one launch is the
-    /// rank-order sum after the gather).
-    bool allReduce = false;
+    /// all_reduce, all_gather_rows or reduce_scatter_rows: the
+    /// communicator runs it (the one launch of the first and the last is
+    /// the rank-order sum after the exchange; the gather has none).
+    bool collective = false;
   };
   struct PlanState {
     std::vector<Dispatch> dispatches; // per ValidatedPlan step
     std::vector<void *> buffers;      // device, per plan buffer
-    int64_t capTokens = 0, capSelected = 0;
+    int64_t capTokens = 0, capSelected = 0, capGathered = 0;
     std::vector<float> logits, hidden; // host copies of the outputs
   };
 
@@ -119,10 +127,20 @@ private:
   /// page table as slots_ x capacity_ / pageRows_ entries.
   Status allocateCaches(int64_t pages);
   Status reserve(const engine::ValidatedPlan &plan, PlanState &state,
-                 int64_t tokens, int64_t selected);
-  /// The all_reduce `step` over rows x its buffer's width floats.
-  Status allReduce(const engine::ValidatedPlan &plan, const engine::Step &step,
-                   const Dispatch &dispatch, PlanState &state, int64_t rows);
+                 int64_t tokens, int64_t selected, int64_t gathered);
+  /// The collective `step` (Dispatch::collective), whose input has `rows`
+  /// rows (HipCollectives.cpp).
+  Status collective(const engine::ValidatedPlan &plan, const engine::Step &step,
+                    const Dispatch &dispatch, PlanState &state, int64_t rows);
+  /// Enqueues the rank-order sum `l`: out[i] = parts[0][i] + ... +
+  /// parts[ranks-1][i], parts[r] = parts + r * count floats.
+  Status rankSum(const Launch &l, const void *parts, void *out, size_t count,
+                 int ranks);
+  /// The device buffer the exchanges gather into, at least `bytes`.
+  Result<void *> exchangeBuffer(size_t bytes);
+  /// Data-parallel attention over more than one rank: the ranks met
+  /// (Model::rankTokens) before this call.
+  bool dataParallel() const { return rccl_ && !model_.rankTokens().empty(); }
   Status checkInputs(const engine::ValidatedPlan &plan,
                      const engine::PlanInputs &in,
                      std::vector<int32_t> &slots) const;
@@ -155,8 +173,10 @@ private:
   uint64_t deviceBytes_ = 0;
   /// The ranks' collectives when the model has more than one rank.
   std::unique_ptr<comm::RcclCommunicator> rccl_;
-  void *gathered_ = nullptr; // its all-gather buffer
+  void *gathered_ = nullptr; // its all-gather buffer (exchangeBuffer)
   size_t gatheredBytes_ = 0;
+  /// This call's own rows and Gathered rows.
+  int64_t callTokens_ = 0, callGathered_ = 0;
   /// How long a plan call waits for the GPU when ranks share its work.
   double waitSeconds_ = 0;
 };

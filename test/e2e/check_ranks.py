@@ -317,17 +317,6 @@ if not eps:
         n = int(args.dp[0])
         dp_art = os.path.join(args.work, f"dp-attention{n}.kiln")
         kill_ranks(dp_art, f"dp-attention {n}: ")
-        # The GPU path does not run data-parallel attention yet: it says
-        # so by name.
-        for cmd, what in (([tool("kiln-run"), dp_art, "--device", "hip", "-p",
-                            "x", "-n", "1"], "was compiled with "
-                           "--dp-attention, which runs on CPU ranks only"),):
-            r = run(MPIRUN + ["-np", str(n)] + cmd)
-            report(r.returncode != 0 and what in r.stderr,
-                   f"dp-attention {n}: {os.path.basename(cmd[0])} "
-                   f"{' '.join(cmd[2:4])} refused: exit {r.returncode}, "
-                   + ("message names it" if what in r.stderr
-                      else r.stderr[-300:]))
     sys.exit(1 if failures else 0)
 
 # Wrong process counts are refused, naming both sides.

@@ -11,6 +11,7 @@ kiln_plan.weight @w0 dense "embed" bf16 shape [16, 64]
 kiln_plan.weight @w1 dense "norm" f32 shape [64]
 kiln_plan.weight @w2 mxfp4_quant "q" f4E2M1FN shape [128, 64]
 kiln_plan.weight @w3 dense "o" bf16 shape [64, 128]
+kiln_plan.weight @w4 dense "p" f32 shape [3, 64]
 kiln_plan.plan @decode {
   %ids = kiln_plan.buffer tokens "token_ids" input row [] i32
   %a = kiln_plan.buffer tokens "t1" row [64] f32
@@ -19,6 +20,7 @@ kiln_plan.plan @decode {
   %d = kiln_plan.buffer tokens "t4" row [64] f32
   %e = kiln_plan.buffer tokens "t5" row [64] f32
   %g = kiln_plan.buffer gathered "t6" row [64] f32
+  %f = kiln_plan.buffer tokens "t7" row [3] f32
   // CHECK: dispatch embedding(%{{.*}}, @w0, %{{.*}}) attributes {gpu_launches = [#kiln_plan.launch<"kiln_embedding_h64_v16_dt1", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
   kiln_plan.dispatch embedding(%ids, @w0, %a)
   // CHECK: dispatch rms_norm({{.*}}) {eps = {{.*}}} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rms_norm_c64_epsX3727c5ac", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [data 0, data 1, data 2]>]}
@@ -36,11 +38,19 @@ kiln_plan.plan @decode {
   // arguments the communicator passes; the grid covers the row's elements.
   // CHECK: dispatch all_reduce({{.*}}) {group = 2 : i64} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rank_sum_w4", grid [(64, 0, 1024), (0, 1, 1), (0, 1, 1)], args []>]}
   kiln_plan.dispatch all_reduce(%e, %a) {group = 2 : i64}
-  // No GPU kernel: the dispatch keeps no launches and runs on the CPU.
-  // CHECK: dispatch all_gather_rows({{.*}}) {group = 0 : i64}{{$}}
-  // NOCPU: error: plan 'decode' dispatch 6 (all_gather_rows) has no GPU kernel for its shapes and weights, and targets 'gfx950' have no cpu to run it: add cpu to --target
+  // Data-parallel attention's row exchanges: the gather is the
+  // communicator's alone (no launch); the scatter's parts are added by the
+  // rank-order sum, as the all-reduce's.
+  // CHECK: dispatch all_gather_rows({{.*}}) {group = 1 : i64} attributes {gpu_launches = []}
+  kiln_plan.dispatch all_gather_rows(%a, %g) {group = 1 : i64}
+  // CHECK: dispatch reduce_scatter_rows({{.*}}) {group = 1 : i64} attributes {gpu_launches = [#kiln_plan.launch<"kiln_rank_sum_w4", grid [(64, 0, 1024), (0, 1, 1), (0, 1, 1)], args []>]}
+  kiln_plan.dispatch reduce_scatter_rows(%g, %b) {group = 1 : i64}
+  // No GPU kernel (an f32 weight): the dispatch keeps no launches and runs
+  // on the CPU.
+  // CHECK: dispatch matmul(%{{.*}}, @w4, %{{.*}}){{$}}
+  // NOCPU: error: plan 'decode' dispatch 8 (matmul) has no GPU kernel for its shapes and weights, and targets 'gfx950' have no cpu to run it: add cpu to --target
   // NOCPU-NOT: error
-  kiln_plan.dispatch all_gather_rows(%a, %g) {group = 0 : i64}
+  kiln_plan.dispatch matmul(%a, @w4, %f)
   kiln_plan.return %a
 }
 // TARGET: error: target 'gfx1100': expected cpu, gfx950 or gfx942

@@ -275,7 +275,8 @@ def Plan_DispatchOp : Plan_Op<"dispatch", [HasParent<"PlanOp">,
     `kiln-lower-gpu-launches` adds how the dispatch runs on a GPU:
     `gpu_launches`, its kernel launches in order (`#kiln_plan.launch`), and
     `gpu_scratch`, its scratch buffers as (per_row, fixed, per_position)
-    byte triples (per_row * R + per_position * R * capacity + fixed).
+    byte triples (per_row * R + per_position * R * capacity + fixed). Only
+    `all_gather_rows` may have no launch: the device communicator runs it.
 
     ```mlir
     kiln_plan.dispatch rms_norm(%h, @w1, %n) {eps = 9.99999974E-6 : f32}

@@ -337,7 +337,7 @@ kiln_plan.weight @w1 dense "norm" f32 shape [8]
 kiln_plan.plan @decode {
   %a = kiln_plan.buffer tokens "t1" row [8] f32
   %b = kiln_plan.buffer tokens "t2" row [8] f32
-  // expected-error @below {{gpu_launches is empty}}
+  // expected-error @below {{gpu_launches is empty, which only all_gather_rows (the communicator's alone) may be}}
   kiln_plan.dispatch rms_norm(%a, @w1, %b) {eps = 1.0e-05 : f32} attributes {gpu_launches = []}
   kiln_plan.return %b
 }

@@ -56,3 +56,14 @@ kiln_plan.plan @gpu {
   kiln_plan.dispatch add(%a, %b, %b) attributes {gpu_launches = [#kiln_plan.launch<"kiln_binary_op0_c8_bc0_w4", grid [(8, 0, 1024) of 1, (0, 1, 1), (0, 1, 1)], args [data 0, scales 1, scratch 0, rows, cache_capacity, raw_data 1, raw_scales 1, rows_of 2]>, #kiln_plan.launch<"kiln_softmax_c8", grid [(1, 0, 1), (0, 1, 1), (0, 1, 1)], args [scratch 1, data 2]>], gpu_scratch = array<i64: 32, 0, 0, 0, 64, 4>}
   kiln_plan.return %b
 }
+
+// A row gather under data-parallel attention has no launch: the device
+// communicator runs it (RCCL's all-gather-v).
+// CHECK-LABEL: kiln_plan.plan @gather
+kiln_plan.plan @gather {
+  %a = kiln_plan.buffer tokens "t1" row [8] f32
+  %b = kiln_plan.buffer gathered "g1" row [8] f32
+  // CHECK: kiln_plan.dispatch all_gather_rows(%{{.*}}, %{{.*}}) {group = 1 : i64} attributes {gpu_launches = []}
+  kiln_plan.dispatch all_gather_rows(%a, %b) {group = 1 : i64} attributes {gpu_launches = []}
+  kiln_plan.return %b
+}
