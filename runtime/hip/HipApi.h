@@ -23,6 +23,13 @@ inline constexpr hipError_t hipErrorNotReady = 600;
 using hipModule_t = struct ihipModule_t *;
 using hipFunction_t = struct ihipModuleSymbol_t *;
 using hipStream_t = struct ihipStream_t *;
+using hipGraph_t = struct ihipGraph *;
+using hipGraphExec_t = struct hipGraphExec *;
+using hipGraphNode_t = struct hipGraphNode *;
+
+/// hipStreamCaptureMode: ThreadLocal refuses unsafe calls (hipMalloc, a
+/// synchronous hipMemcpy) made by the capturing thread while it captures.
+inline constexpr int hipStreamCaptureModeThreadLocal = 1;
 
 enum hipMemcpyKind : int {
   hipMemcpyHostToHost = 0,
@@ -63,6 +70,18 @@ inline void *const HIP_LAUNCH_PARAM_END = reinterpret_cast<void *>(0x03);
   X(hipStreamSynchronize, hipError_t, (hipStream_t stream))                    \
   X(hipStreamQuery, hipError_t, (hipStream_t stream))                          \
   X(hipGetErrorString, const char *, (hipError_t error))
+
+// Stream capture into graphs (HipDevice::beginCapture): optional, so a
+// runtime without them still runs every plan, launch by launch.
+#define KILN_HIP_GRAPH_SYMBOLS(X)                                              \
+  X(hipStreamBeginCapture, hipError_t, (hipStream_t stream, int mode))         \
+  X(hipStreamEndCapture, hipError_t, (hipStream_t stream, hipGraph_t * graph)) \
+  X(hipGraphInstantiate, hipError_t,                                           \
+    (hipGraphExec_t * exec, hipGraph_t graph, hipGraphNode_t * errorNode,      \
+     char *log, size_t logSize))                                               \
+  X(hipGraphLaunch, hipError_t, (hipGraphExec_t exec, hipStream_t stream))     \
+  X(hipGraphExecDestroy, hipError_t, (hipGraphExec_t exec))                    \
+  X(hipGraphDestroy, hipError_t, (hipGraph_t graph))
 
 } // namespace kiln::hip
 

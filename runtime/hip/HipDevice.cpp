@@ -105,6 +105,42 @@ Status HipDevice::launch(hipFunction_t function, const LaunchDims &dims,
   return Status::ok();
 }
 
+HipGraph::~HipGraph() {
+  if (exec_)
+    (void)symbols_->hipGraphExecDestroy(exec_);
+  if (graph_)
+    (void)symbols_->hipGraphDestroy(graph_);
+}
+
+Status HipDevice::beginCapture() {
+  if (!supportsGraphs())
+    return makeError(StatusCode::Unavailable, symbols_->path(),
+                     " has no stream capture (hipStreamBeginCapture)");
+  KILN_HIP_RETURN_IF_ERROR(
+      *symbols_,
+      hipStreamBeginCapture(stream_, hipStreamCaptureModeThreadLocal));
+  return Status::ok();
+}
+
+Result<std::unique_ptr<HipGraph>> HipDevice::endCapture() {
+  hipGraph_t graph = nullptr;
+  KILN_HIP_RETURN_IF_ERROR(*symbols_, hipStreamEndCapture(stream_, &graph));
+  hipGraphExec_t exec = nullptr;
+  hipError_t error =
+      symbols_->hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0);
+  if (error != hipSuccess) {
+    (void)symbols_->hipGraphDestroy(graph);
+    return hipStatus(*symbols_, error, "hipGraphInstantiate(&exec, graph)",
+                     __FILE__, __LINE__);
+  }
+  return std::unique_ptr<HipGraph>(new HipGraph(symbols_, graph, exec));
+}
+
+Status HipDevice::launchGraph(const HipGraph &graph) {
+  KILN_HIP_RETURN_IF_ERROR(*symbols_, hipGraphLaunch(graph.exec_, stream_));
+  return Status::ok();
+}
+
 Status HipDevice::synchronize() {
   KILN_HIP_RETURN_IF_ERROR(*symbols_, hipStreamSynchronize(stream_));
   return Status::ok();

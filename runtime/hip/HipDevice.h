@@ -51,6 +51,25 @@ private:
   std::vector<uint8_t> bytes_;
 };
 
+/// Launches captured from the device's stream (HipDevice::endCapture),
+/// instantiated: one launchGraph() replays them all with the arguments they
+/// were captured with.
+class HipGraph {
+public:
+  ~HipGraph();
+  HipGraph(const HipGraph &) = delete;
+  HipGraph &operator=(const HipGraph &) = delete;
+
+private:
+  friend class HipDevice;
+  HipGraph(std::shared_ptr<HipSymbols> symbols, hipGraph_t graph,
+           hipGraphExec_t exec)
+      : symbols_(std::move(symbols)), graph_(graph), exec_(exec) {}
+  std::shared_ptr<HipSymbols> symbols_;
+  hipGraph_t graph_ = nullptr;
+  hipGraphExec_t exec_ = nullptr;
+};
+
 class HipDevice {
 public:
   static Result<std::unique_ptr<HipDevice>>
@@ -67,6 +86,15 @@ public:
   Result<hipFunction_t> function(hipModule_t module, const std::string &name);
   Status launch(hipFunction_t function, const LaunchDims &dims,
                 const KernelArgs &args);
+  /// Whether the runtime has stream capture and graphs.
+  bool supportsGraphs() const { return symbols_->hasGraphs(); }
+  /// From now until endCapture() the stream's launches are recorded, not
+  /// run; allocating or a synchronous copy in between is an error.
+  Status beginCapture();
+  /// Ends the capture and instantiates what it recorded.
+  Result<std::unique_ptr<HipGraph>> endCapture();
+  /// Queues every launch of `graph` on the stream.
+  Status launchGraph(const HipGraph &graph);
   Status synchronize();
   /// synchronize() with a deadline: Unavailable when the stream's work is
   /// not done within `seconds` (a kernel or collective that never ends, e.g.

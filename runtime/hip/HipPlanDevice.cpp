@@ -5,6 +5,7 @@
 #include "runtime/engine/RowExchange.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 using namespace kiln;
@@ -56,6 +57,7 @@ HipPlanDevice::create(engine::Model &model, const HipPlanOptions &options) {
 
 Result<void *> HipPlanDevice::allocate(size_t bytes) {
   KILN_ASSIGN_OR_RETURN(void *p, device_->allocate(std::max<size_t>(bytes, 4)));
+  ++generation_;
   allocations_.push_back(p);
   deviceBytes_ += bytes;
   return p;
@@ -106,6 +108,9 @@ Status HipPlanDevice::prepare(const HipPlanOptions &options) {
     rccl_ = std::move(rccl).value();
     KILN_ASSIGN_OR_RETURN(waitSeconds_, comm::resolveTimeout(commOptions));
   }
+  const char *graphsEnv = std::getenv("KILN_HIP_GRAPHS");
+  graphs_ = options.graphs && device_->supportsGraphs() &&
+            !(graphsEnv && std::string(graphsEnv) == "0");
   slots_ = options.slots;
   capacity_ = options.capacity;
   if (capacity_ <= 0)
@@ -137,6 +142,7 @@ Status HipPlanDevice::release(void *p) {
   auto it = std::find(allocations_.begin(), allocations_.end(), p);
   if (it != allocations_.end())
     allocations_.erase(it);
+  ++generation_;
   return device_->release(p);
 }
 
@@ -172,6 +178,7 @@ Status HipPlanDevice::loadPlan(uint32_t planIndex, PlanState &state) {
     out.collective = step.kernel == abi::Kernel::AllReduce ||
                      step.kernel == abi::Kernel::AllGatherRows ||
                      step.kernel == abi::Kernel::ReduceScatterRows;
+    state.hasCollective = state.hasCollective || out.collective;
     const size_t expected = noLaunch ? 0 : 1;
     if (out.collective && symbol->launches()->size() != expected)
       return makeError(StatusCode::InvalidArgument, where(), ": expected ",
@@ -357,62 +364,46 @@ Status HipPlanDevice::runIdle(const ValidatedPlan &plan) {
   return run(plan, PlanInputs{}).status();
 }
 
-Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
-                              const PlanInputs &in,
-                              const std::vector<int32_t> &slots) {
-  const auto &buffers = plan.buffers();
-  auto upload = [&](uint32_t buffer, const void *host, size_t bytes) {
-    // An idle data-parallel rank has no inputs.
-    return bytes == 0
-               ? Status::ok()
-               : device_->copyToDevice(state.buffers[buffer], host, bytes);
-  };
-  size_t tokenBytes = size_t(in.tokens) * 4;
-  if (tableChanged_) {
-    KILN_RETURN_IF_ERROR(
-        device_->copyToDevice(deviceTable_, table_.data(), table_.size() * 4));
-    tableChanged_ = false;
+int64_t HipPlanDevice::bufferRows(const ValidatedPlan &plan, uint32_t buffer,
+                                  const PlanInputs &in) const {
+  switch (plan.buffers()[buffer].rows) {
+  case fb::Rows::Tokens:
+    return in.tokens;
+  case fb::Rows::Gathered:
+    return callGathered_;
+  case fb::Rows::Selected:
+    return in.logitCount;
+  case fb::Rows::One:
+    return 1;
   }
-  KILN_RETURN_IF_ERROR(upload(plan.tokenIdsBuffer(), in.tokenIds, tokenBytes));
-  KILN_RETURN_IF_ERROR(upload(plan.seqIdsBuffer(), slots.data(), tokenBytes));
-  KILN_RETURN_IF_ERROR(
-      upload(plan.positionsBuffer(), in.positions, tokenBytes));
-  if (in.logitCount > 0)
-    KILN_RETURN_IF_ERROR(upload(plan.logitRowsBuffer(), in.logitRows,
-                                size_t(in.logitCount) * 4));
-  if (plan.hasHiddenInput())
-    KILN_RETURN_IF_ERROR(upload(uint32_t(plan.hiddenInBuffer()), in.hiddenIn,
-                                tokenBytes * size_t(plan.hiddenSize())));
+  return 0;
+}
 
-  auto rowsOfBuffer = [&](uint32_t b) -> int64_t {
-    switch (buffers[b].rows) {
-    case fb::Rows::Tokens:
-      return in.tokens;
-    case fb::Rows::Gathered:
-      return callGathered_;
-    case fb::Rows::Selected:
-      return in.logitCount;
-    case fb::Rows::One:
-      return 1;
-    }
-    return 0;
-  };
+int64_t HipPlanDevice::argRows(const ValidatedPlan &plan,
+                               const engine::Step &step, size_t arg,
+                               const PlanInputs &in) const {
+  return step.args[arg].kind() == fb::ArgKind::Buffer
+             ? bufferRows(plan, step.args[arg].index(), in)
+             : 0;
+}
+
+int64_t HipPlanDevice::stepRows(const ValidatedPlan &plan,
+                                const engine::Step &step,
+                                const PlanInputs &in) const {
+  for (size_t a = 0; a < step.args.size(); ++a)
+    if (step.args[a].kind() == fb::ArgKind::Buffer)
+      return argRows(plan, step, a, in);
+  return 0;
+}
+
+Status HipPlanDevice::reserveScratch(const ValidatedPlan &plan,
+                                     const PlanState &state,
+                                     const PlanInputs &in) {
   const auto &steps = plan.steps();
   for (size_t i = 0; i < steps.size(); ++i) {
     const engine::Step &step = steps[i];
+    const int64_t rows = stepRows(plan, step, in);
     const Dispatch &dispatch = state.dispatches[i];
-    auto rowsOfArg = [&](size_t a) -> int64_t {
-      return step.args[a].kind() == fb::ArgKind::Buffer
-                 ? rowsOfBuffer(step.args[a].index())
-                 : 0;
-    };
-    int64_t rows = 0;
-    for (size_t a = 0; a < step.args.size(); ++a)
-      if (step.args[a].kind() == fb::ArgKind::Buffer) {
-        rows = rowsOfArg(a);
-        break;
-      }
-    // Scratch for this dispatch.
     for (size_t j = 0; j < dispatch.scratch.size(); ++j) {
       const Scratch &s = dispatch.scratch[j];
       __int128 wide = __int128(s.perRow) * rows +
@@ -431,6 +422,18 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
         scratchBytes_[j] = bytes;
       }
     }
+  }
+  return Status::ok();
+}
+
+Status HipPlanDevice::launchSteps(const ValidatedPlan &plan, PlanState &state,
+                                  const PlanInputs &in) {
+  const auto &steps = plan.steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const engine::Step &step = steps[i];
+    const Dispatch &dispatch = state.dispatches[i];
+    auto rowsOfArg = [&](size_t a) { return argRows(plan, step, a, in); };
+    const int64_t rows = stepRows(plan, step, in);
     if (dispatch.collective) {
       KILN_RETURN_IF_ERROR(collective(plan, step, dispatch, state, rows));
       continue;
@@ -503,6 +506,71 @@ Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
                              std::to_string(step.dispatch) + "] " + l.symbol);
     }
   }
+  return Status::ok();
+}
+
+Status HipPlanDevice::launchPlan(const ValidatedPlan &plan, PlanState &state,
+                                 const PlanInputs &in) {
+  // A graph per (tokens, logit rows, gathered rows) seen twice: the launch
+  // arguments that change between calls are those rows and the buffers'
+  // addresses, and any allocation since a capture (generation_) drops
+  // every graph. Never across ranks (the collectives' host side differs
+  // per call) or while a plan's dispatches allocate.
+  if (!graphs_ || rccl_ || state.hasCollective)
+    return launchSteps(plan, state, in);
+  if (state.graphGeneration != generation_) {
+    state.graphs.clear();
+    state.seen.clear();
+    state.graphGeneration = generation_;
+  }
+  const std::array<int64_t, 3> key = {in.tokens, in.logitCount, callGathered_};
+  auto it = state.graphs.find(key);
+  if (it != state.graphs.end()) {
+    ++graphLaunches_;
+    return device_->launchGraph(*it->second);
+  }
+  if (++state.seen[key] < 2 || state.graphs.size() >= kMaxGraphsPerPlan)
+    return launchSteps(plan, state, in);
+  KILN_RETURN_IF_ERROR(device_->beginCapture());
+  Status launched = launchSteps(plan, state, in);
+  Result<std::unique_ptr<HipGraph>> graph = device_->endCapture();
+  KILN_RETURN_IF_ERROR(launched.withContext("plan '" + plan.name() +
+                                            "' captured into a HIP graph"));
+  KILN_RETURN_IF_ERROR(graph.status());
+  ++graphsCaptured_;
+  ++graphLaunches_;
+  const HipGraph &g = **graph;
+  state.graphs[key] = std::move(graph).value();
+  return device_->launchGraph(g);
+}
+
+Status HipPlanDevice::execute(const ValidatedPlan &plan, PlanState &state,
+                              const PlanInputs &in,
+                              const std::vector<int32_t> &slots) {
+  auto upload = [&](uint32_t buffer, const void *host, size_t bytes) {
+    // An idle data-parallel rank has no inputs.
+    return bytes == 0
+               ? Status::ok()
+               : device_->copyToDevice(state.buffers[buffer], host, bytes);
+  };
+  size_t tokenBytes = size_t(in.tokens) * 4;
+  if (tableChanged_) {
+    KILN_RETURN_IF_ERROR(
+        device_->copyToDevice(deviceTable_, table_.data(), table_.size() * 4));
+    tableChanged_ = false;
+  }
+  KILN_RETURN_IF_ERROR(upload(plan.tokenIdsBuffer(), in.tokenIds, tokenBytes));
+  KILN_RETURN_IF_ERROR(upload(plan.seqIdsBuffer(), slots.data(), tokenBytes));
+  KILN_RETURN_IF_ERROR(
+      upload(plan.positionsBuffer(), in.positions, tokenBytes));
+  if (in.logitCount > 0)
+    KILN_RETURN_IF_ERROR(upload(plan.logitRowsBuffer(), in.logitRows,
+                                size_t(in.logitCount) * 4));
+  if (plan.hasHiddenInput())
+    KILN_RETURN_IF_ERROR(upload(uint32_t(plan.hiddenInBuffer()), in.hiddenIn,
+                                tokenBytes * size_t(plan.hiddenSize())));
+  KILN_RETURN_IF_ERROR(reserveScratch(plan, state, in));
+  KILN_RETURN_IF_ERROR(launchPlan(plan, state, in));
   if (rccl_) {
     // A peer that died inside a collective leaves this rank's stream
     // waiting forever: give up after the collectives' timeout, naming RCCL's

@@ -40,6 +40,7 @@
 #include "runtime/engine/PlanDevice.h"
 #include "runtime/hip/HipDevice.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +63,10 @@ struct HipPlanOptions {
   /// A multi-rank model's GPU collectives: the RCCL libraries to try (empty:
   /// comm::defaultRcclLibraries()).
   std::vector<std::string> rcclLibraries;
+  /// Replay a plan call's launches as one HIP graph once the same shape
+  /// comes again (one rank, a runtime with stream capture);
+  /// KILN_HIP_GRAPHS=0 turns it off.
+  bool graphs = true;
 };
 
 class HipPlanDevice final : public engine::PlanDevice {
@@ -88,6 +93,10 @@ public:
   int64_t pageRows() const { return pageRows_; }
   /// Device bytes allocated for weights, caches and buffers.
   uint64_t deviceBytes() const { return deviceBytes_; }
+  /// Plan calls captured into HIP graphs, and calls run as one graph launch
+  /// (the capturing call included).
+  int64_t graphsCaptured() const { return graphsCaptured_; }
+  int64_t graphLaunches() const { return graphLaunches_; }
 
 private:
   struct Launch {
@@ -114,7 +123,14 @@ private:
     std::vector<void *> buffers;      // device, per plan buffer
     int64_t capTokens = 0, capSelected = 0, capGathered = 0;
     std::vector<float> logits, hidden; // host copies of the outputs
+    bool hasCollective = false;        // some dispatch is a collective
+    /// HIP graphs by (tokens, logit rows, gathered rows), the calls seen of
+    /// each shape, and the allocation generation they were captured in.
+    std::map<std::array<int64_t, 3>, std::unique_ptr<HipGraph>> graphs;
+    std::map<std::array<int64_t, 3>, int> seen;
+    uint64_t graphGeneration = 0;
   };
+  static constexpr size_t kMaxGraphsPerPlan = 64;
 
   HipPlanDevice(engine::Model &model, std::unique_ptr<HipDevice> device)
       : model_(model), device_(std::move(device)) {}
@@ -132,6 +148,25 @@ private:
   /// rows (HipCollectives.cpp).
   Status collective(const engine::ValidatedPlan &plan, const engine::Step &step,
                     const Dispatch &dispatch, PlanState &state, int64_t rows);
+  /// Rows of a plan buffer, of a step's argument, and of a step (its first
+  /// buffer argument's) in the call `in`.
+  int64_t bufferRows(const engine::ValidatedPlan &plan, uint32_t buffer,
+                     const engine::PlanInputs &in) const;
+  int64_t argRows(const engine::ValidatedPlan &plan, const engine::Step &step,
+                  size_t arg, const engine::PlanInputs &in) const;
+  int64_t stepRows(const engine::ValidatedPlan &plan, const engine::Step &step,
+                   const engine::PlanInputs &in) const;
+  /// Grows the scratch buffers to what every dispatch of the call needs
+  /// (before any launch: a capture must not allocate).
+  Status reserveScratch(const engine::ValidatedPlan &plan,
+                        const PlanState &state, const engine::PlanInputs &in);
+  /// Every dispatch's launches (and collectives), in order.
+  Status launchSteps(const engine::ValidatedPlan &plan, PlanState &state,
+                     const engine::PlanInputs &in);
+  /// launchSteps, or the graph of this call's shape (captured the second
+  /// time the shape comes).
+  Status launchPlan(const engine::ValidatedPlan &plan, PlanState &state,
+                    const engine::PlanInputs &in);
   /// Enqueues the rank-order sum `l`: out[i] = parts[0][i] + ... +
   /// parts[ranks-1][i], parts[r] = parts + r * count floats.
   Status rankSum(const Launch &l, const void *parts, void *out, size_t count,
@@ -171,6 +206,10 @@ private:
   std::vector<size_t> scratchBytes_;
   std::vector<void *> allocations_;
   uint64_t deviceBytes_ = 0;
+  /// Bumped by every allocation and release: graphs hold addresses.
+  uint64_t generation_ = 0;
+  bool graphs_ = false;
+  int64_t graphsCaptured_ = 0, graphLaunches_ = 0;
   /// The ranks' collectives when the model has more than one rank.
   std::unique_ptr<comm::RcclCommunicator> rccl_;
   void *gathered_ = nullptr; // its all-gather buffer (exchangeBuffer)

@@ -41,6 +41,15 @@ HipSymbols::load(const std::vector<std::string> &libraries) {
                      opened.tried, ")");
   symbols->handle_ = opened.handle;
   symbols->path_ = opened.path;
+  // The graph entry points, all or none.
+  bool all = true;
+#define KILN_HIP_OPTIONAL(name, ret, params)                                   \
+  symbols->name =                                                              \
+      reinterpret_cast<ret(*) params>(dlsym(opened.handle, #name));            \
+  all = all && symbols->name;
+  KILN_HIP_GRAPH_SYMBOLS(KILN_HIP_OPTIONAL)
+#undef KILN_HIP_OPTIONAL
+  symbols->hasGraphs_ = all;
   return symbols;
 }
 

@@ -24,7 +24,11 @@ class HipSymbols {
 public:
 #define KILN_HIP_DECLARE(name, ret, params) ret(*name) params = nullptr;
   KILN_HIP_SYMBOLS(KILN_HIP_DECLARE)
+  /// Null unless the library has all of them (hasGraphs()).
+  KILN_HIP_GRAPH_SYMBOLS(KILN_HIP_DECLARE)
 #undef KILN_HIP_DECLARE
+  /// Whether every stream-capture and graph entry point resolved.
+  bool hasGraphs() const { return hasGraphs_; }
 
   /// Opens the first of `libraries` that loads and resolves every symbol.
   /// Unavailable when none loads; the message says what to do instead.
@@ -40,6 +44,7 @@ private:
   HipSymbols() = default;
   void *handle_ = nullptr;
   std::string path_;
+  bool hasGraphs_ = false;
 };
 
 /// Converts a HIP error to a Status naming the call, the source location,

@@ -709,8 +709,20 @@ int main(int argc, char **argv) {
       orFail(model->attachDevice(
           orFail(hip::HipPlanDevice::create(*model, hipOptions))));
     }
-    if (!o.batchFile.empty())
-      return runBatch(*model, o);
+    // How many plan calls ran as one HIP graph launch (stderr).
+    auto reportGraphs = [&] {
+      if (auto *hip = dynamic_cast<hip::HipPlanDevice *>(model->device()))
+        std::fprintf(stderr,
+                     "kiln-run: %s: %lld plan call(s) as one HIP graph "
+                     "launch, %lld graph(s) captured\n",
+                     hip->name().c_str(), (long long)hip->graphLaunches(),
+                     (long long)hip->graphsCaptured());
+    };
+    if (!o.batchFile.empty()) {
+      int batchRc = runBatch(*model, o);
+      reportGraphs();
+      return batchRc;
+    }
     // Data-parallel attention: one prompt is the first group's request
     // (ranks 0 .. tp - 1); the other ranks join its plan calls with no
     // tokens of their own.
@@ -720,6 +732,7 @@ int main(int argc, char **argv) {
       rc = o.perplexityFile.empty() ? runGenerate(*model, o)
                                     : runPerplexity(*model, o);
     orFail(model->idle());
+    reportGraphs();
     return rc;
   } catch (const UsageError &e) {
     std::fprintf(stderr, "kiln-run: %s\n", e.message.c_str());

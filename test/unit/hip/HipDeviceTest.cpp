@@ -74,6 +74,21 @@ TEST(HipDevice, IncompleteRuntimeIsRejected) {
       << device.status().toString();
 }
 
+TEST(HipDevice, ARuntimeWithoutStreamCaptureStillRuns) {
+  // The stand-in has no graph entry points: the device opens, says it
+  // cannot capture, and refuses a capture by name (plans then launch
+  // kernel by kernel).
+  ScopedDevices devices("1");
+  auto opened = HipDevice::open(fake());
+  ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+  HipDevice &device = **opened;
+  EXPECT_FALSE(device.supportsGraphs());
+  Status capture = device.beginCapture();
+  EXPECT_EQ(capture.code(), StatusCode::Unavailable);
+  EXPECT_NE(capture.message().find("has no stream capture"), std::string::npos)
+      << capture.toString();
+}
+
 TEST(HipDevice, LaunchesWithPackedArguments) {
   ScopedDevices devices("2");
   auto opened = HipDevice::open(fake());

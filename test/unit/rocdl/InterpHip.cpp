@@ -7,7 +7,8 @@
 // generator that produced the code object), so `kiln-run --device=hip`
 // executes the artifact's real launch sequence, grids and argument
 // bindings here, without a GPU. Tests point KILN_HIP_LIBRARY at it; it
-// reports one device. Failures print the interpreter's message to stderr
+// reports one device. Stream capture records launches into graphs that
+// replay them. Failures print the interpreter's message to stderr
 // and return a HIP error, which the runtime turns into a Status.
 //
 //===----------------------------------------------------------------------===//
@@ -140,18 +141,25 @@ EXPORT hipError_t hipModuleGetFunction(hipFunction_t *fn, hipModule_t module,
   return 0;
 }
 
-EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t fn, unsigned gx,
-                                        unsigned gy, unsigned gz, unsigned,
-                                        unsigned, unsigned, unsigned,
-                                        hipStream_t, void **params,
-                                        void **extra) {
-  if (params || !extra || extra[0] != (void *)1 || extra[2] != (void *)2 ||
-      extra[4] != (void *)3)
-    return kInvalidValue;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto *f = reinterpret_cast<Function *>(fn);
-  const auto *bytes = static_cast<const uint8_t *>(extra[1]);
-  size_t size = *static_cast<size_t *>(extra[3]), offset = 0;
+namespace {
+
+/// A launch recorded while its stream captured (hipStreamBeginCapture).
+struct Recorded {
+  Function *function;
+  unsigned grid[3];
+  std::vector<uint8_t> args; // the packed argument buffer, copied
+};
+/// A captured or instantiated graph: its launches in order.
+struct Graph {
+  std::vector<Recorded> launches;
+};
+std::map<hipStream_t, std::unique_ptr<Graph>> capturing;
+constexpr hipError_t kCaptureUnsupported = 900, kIllegalState = 401;
+
+/// Runs one launch now (the caller holds `mutex`).
+hipError_t run(Function *f, const unsigned grid[3], const uint8_t *bytes,
+               size_t size) {
+  size_t offset = 0;
   std::vector<interp::KernelArg> args;
   for (bool pointer : f->isPointer) {
     size_t width = pointer ? 8 : 4;
@@ -169,9 +177,9 @@ EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t fn, unsigned gx,
     }
     offset += width;
   }
-  std::string error =
-      interp::runKernel(*f->module, f->spec.symbol(),
-                        {int64_t(gx), int64_t(gy), int64_t(gz)}, args);
+  std::string error = interp::runKernel(
+      *f->module, f->spec.symbol(),
+      {int64_t(grid[0]), int64_t(grid[1]), int64_t(grid[2])}, args);
   if (!error.empty()) {
     std::fprintf(stderr, "interp_amdhip64: %s: %s\n", f->spec.symbol().c_str(),
                  error.c_str());
@@ -180,8 +188,81 @@ EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t fn, unsigned gx,
   return 0;
 }
 
+} // namespace
+
+EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t fn, unsigned gx,
+                                        unsigned gy, unsigned gz, unsigned,
+                                        unsigned, unsigned, unsigned,
+                                        hipStream_t stream, void **params,
+                                        void **extra) {
+  if (params || !extra || extra[0] != (void *)1 || extra[2] != (void *)2 ||
+      extra[4] != (void *)3)
+    return kInvalidValue;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto *f = reinterpret_cast<Function *>(fn);
+  const auto *bytes = static_cast<const uint8_t *>(extra[1]);
+  size_t size = *static_cast<size_t *>(extra[3]);
+  const unsigned grid[3] = {gx, gy, gz};
+  auto it = capturing.find(stream);
+  if (it != capturing.end()) { // recorded, run at each hipGraphLaunch
+    it->second->launches.push_back(
+        {f, {gx, gy, gz}, std::vector<uint8_t>(bytes, bytes + size)});
+    return 0;
+  }
+  return run(f, grid, bytes, size);
+}
+
+// Stream capture and graphs: a graph replays its recorded launches in
+// order. As in HIP's thread-local capture mode, allocating or a synchronous
+// copy while a stream captures is an error (hipErrorStreamCaptureUnsupported).
+EXPORT hipError_t hipStreamBeginCapture(hipStream_t stream, int) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (capturing.count(stream))
+    return kIllegalState;
+  capturing[stream] = std::make_unique<Graph>();
+  return 0;
+}
+EXPORT hipError_t hipStreamEndCapture(hipStream_t stream,
+                                      kiln::hip::hipGraph_t *graph) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = capturing.find(stream);
+  if (it == capturing.end())
+    return kIllegalState;
+  *graph = reinterpret_cast<kiln::hip::hipGraph_t>(it->second.release());
+  capturing.erase(it);
+  return 0;
+}
+EXPORT hipError_t hipGraphInstantiate(kiln::hip::hipGraphExec_t *exec,
+                                      kiln::hip::hipGraph_t graph,
+                                      kiln::hip::hipGraphNode_t *, char *,
+                                      size_t) {
+  *exec = reinterpret_cast<kiln::hip::hipGraphExec_t>(
+      new Graph(*reinterpret_cast<Graph *>(graph)));
+  return 0;
+}
+EXPORT hipError_t hipGraphLaunch(kiln::hip::hipGraphExec_t exec,
+                                 hipStream_t stream) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (capturing.count(stream))
+    return kCaptureUnsupported;
+  for (const Recorded &r : reinterpret_cast<Graph *>(exec)->launches)
+    if (hipError_t e = run(r.function, r.grid, r.args.data(), r.args.size()))
+      return e;
+  return 0;
+}
+EXPORT hipError_t hipGraphExecDestroy(kiln::hip::hipGraphExec_t exec) {
+  delete reinterpret_cast<Graph *>(exec);
+  return 0;
+}
+EXPORT hipError_t hipGraphDestroy(kiln::hip::hipGraph_t graph) {
+  delete reinterpret_cast<Graph *>(graph);
+  return 0;
+}
+
 EXPORT hipError_t hipMalloc(void **p, size_t size) {
   std::lock_guard<std::mutex> lock(mutex);
+  if (!capturing.empty())
+    return kCaptureUnsupported;
   *p = std::calloc(1, size ? size : 1);
   if (!*p)
     return kOutOfMemory;
@@ -205,6 +286,11 @@ EXPORT hipError_t hipFree(void *p) {
 }
 EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size,
                             hipMemcpyKind) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!capturing.empty())
+      return kCaptureUnsupported;
+  }
   std::memcpy(dst, src, size);
   return 0;
 }
@@ -230,6 +316,10 @@ EXPORT const char *hipGetErrorString(hipError_t error) {
     return "hipErrorNotFound";
   case kInvalidImage:
     return "hipErrorInvalidImage";
+  case kCaptureUnsupported:
+    return "hipErrorStreamCaptureUnsupported (a stream is capturing)";
+  case kIllegalState:
+    return "hipErrorIllegalState";
   case kLaunchFailure:
     return "hipErrorLaunchFailure (the interpreter rejected the kernel; see "
            "stderr)";
