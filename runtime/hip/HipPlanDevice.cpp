@@ -529,6 +529,10 @@ Status HipPlanDevice::launchPlan(const ValidatedPlan &plan, PlanState &state,
     ++graphLaunches_;
     return device_->launchGraph(*it->second);
   }
+  // Shapes seen once (prefill lengths, mostly) are forgotten in bulk so a
+  // long-running server's count stays bounded.
+  if (state.seen.size() >= kMaxShapesSeen)
+    state.seen.clear();
   if (++state.seen[key] < 2 || state.graphs.size() >= kMaxGraphsPerPlan)
     return launchSteps(plan, state, in);
   KILN_RETURN_IF_ERROR(device_->beginCapture());

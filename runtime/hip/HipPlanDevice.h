@@ -130,7 +130,7 @@ private:
     std::map<std::array<int64_t, 3>, int> seen;
     uint64_t graphGeneration = 0;
   };
-  static constexpr size_t kMaxGraphsPerPlan = 64;
+  static constexpr size_t kMaxGraphsPerPlan = 64, kMaxShapesSeen = 4096;
 
   HipPlanDevice(engine::Model &model, std::unique_ptr<HipDevice> device)
       : model_(model), device_(std::move(device)) {}

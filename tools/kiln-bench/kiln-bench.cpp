@@ -688,6 +688,13 @@ int main(int argc, char **argv) {
         printProfile(model, "decode batch " + std::to_string(batch),
                      profiledSteps, total, comm);
     }
+    // On the GPU: how many plan calls (prefill and decode) ran as one HIP
+    // graph launch (docs/gpu.md).
+    if (auto *hip = dynamic_cast<hip::HipPlanDevice *>(model.device()))
+      std::printf("%s: %lld plan call(s) as one HIP graph launch, %lld "
+                  "graph(s) captured\n",
+                  hip->name().c_str(), (long long)hip->graphLaunches(),
+                  (long long)hip->graphsCaptured());
   }
   appendResults(o, rows);
   writeJson(o, rows);
