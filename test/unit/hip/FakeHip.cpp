@@ -35,6 +35,12 @@ static int deviceCount() {
 
 #define EXPORT __attribute__((visibility("default")))
 
+#ifdef KILN_FAKE_HIP_GRAPHS
+static bool capturing = false;
+static int captured = 0; // launches recorded by the capture under way
+constexpr hipError_t kCaptureUnsupported = 900;
+#endif
+
 EXPORT hipError_t hipInit(unsigned) { return 0; }
 EXPORT hipError_t hipGetDeviceCount(int *count) {
   *count = deviceCount();
@@ -74,6 +80,12 @@ EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t, unsigned gx, unsigned gy,
       extra[4] != (void *)3)
     return 1; // hipErrorInvalidValue
   FakeLaunch &l = kiln_fake_hip_last_launch;
+#ifdef KILN_FAKE_HIP_GRAPHS
+  if (capturing) {
+    ++captured;
+    return 0;
+  }
+#endif
   l.grid[0] = gx, l.grid[1] = gy, l.grid[2] = gz;
   l.block[0] = bx, l.block[1] = by, l.block[2] = bz;
   l.shared = shared;
@@ -86,6 +98,10 @@ EXPORT hipError_t hipModuleLaunchKernel(hipFunction_t, unsigned gx, unsigned gy,
   return 0;
 }
 EXPORT hipError_t hipMalloc(void **p, size_t size) {
+#ifdef KILN_FAKE_HIP_GRAPHS
+  if (capturing)
+    return kCaptureUnsupported;
+#endif
   *p = std::malloc(size);
   return *p ? 0 : 2; // hipErrorOutOfMemory
 }
@@ -99,6 +115,10 @@ EXPORT hipError_t hipFree(void *p) {
 }
 EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size,
                             hipMemcpyKind) {
+#ifdef KILN_FAKE_HIP_GRAPHS
+  if (capturing)
+    return kCaptureUnsupported;
+#endif
   std::memcpy(dst, src, size);
   return 0;
 }
@@ -129,5 +149,47 @@ EXPORT const char *hipGetErrorString(hipError_t error) {
     return "hipErrorUnknown";
   }
 }
+
+#ifdef KILN_FAKE_HIP_GRAPHS
+// A graph is the number of launches it holds.
+EXPORT hipError_t hipStreamBeginCapture(hipStream_t, int) {
+  if (capturing)
+    return 401; // hipErrorIllegalState
+  capturing = true;
+  captured = 0;
+  return 0;
+}
+EXPORT hipError_t hipStreamEndCapture(hipStream_t, kiln::hip::hipGraph_t *g) {
+  if (!capturing)
+    return 401;
+  capturing = false;
+  *g = reinterpret_cast<kiln::hip::hipGraph_t>(new int(captured));
+  ++kiln_fake_hip_last_launch.captures;
+  return 0;
+}
+EXPORT hipError_t hipGraphInstantiate(kiln::hip::hipGraphExec_t *exec,
+                                      kiln::hip::hipGraph_t g,
+                                      kiln::hip::hipGraphNode_t *, char *,
+                                      size_t) {
+  *exec = reinterpret_cast<kiln::hip::hipGraphExec_t>(
+      new int(*reinterpret_cast<int *>(g)));
+  return 0;
+}
+EXPORT hipError_t hipGraphLaunch(kiln::hip::hipGraphExec_t exec, hipStream_t) {
+  if (capturing)
+    return kCaptureUnsupported;
+  kiln_fake_hip_last_launch.launches += *reinterpret_cast<int *>(exec);
+  ++kiln_fake_hip_last_launch.graphLaunches;
+  return 0;
+}
+EXPORT hipError_t hipGraphExecDestroy(kiln::hip::hipGraphExec_t exec) {
+  delete reinterpret_cast<int *>(exec);
+  return 0;
+}
+EXPORT hipError_t hipGraphDestroy(kiln::hip::hipGraph_t g) {
+  delete reinterpret_cast<int *>(g);
+  return 0;
+}
+#endif
 
 } // extern "C"

@@ -61,8 +61,8 @@ protected:
     if (!path_.empty())
       std::remove(path_.c_str());
   }
-  FakeLaunch *lastLaunch() {
-    void *lib = dlopen(KILN_FAKE_HIP, RTLD_NOW | RTLD_NOLOAD);
+  FakeLaunch *lastLaunch(const char *library = KILN_FAKE_HIP) {
+    void *lib = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
     if (!lib)
       return nullptr;
     auto *launch =
@@ -167,6 +167,70 @@ TEST_F(HipPlanDeviceTest, RunsEachDispatchAsItsLaunches) {
                 "sequence 0 skips past its length 1"),
             std::string::npos)
       << skipped.status().toString();
+}
+
+TEST_F(HipPlanDeviceTest, GraphsReplayAShapeSeenTwiceUntilAnAllocation) {
+  auto model = load(kAllKernels, path_);
+  ASSERT_TRUE(model);
+  HipPlanOptions options = fakeOptions();
+  options.device.libraries = {KILN_FAKE_HIP_GRAPHS};
+  auto created = HipPlanDevice::create(*model, options);
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  HipPlanDevice *device = created.value().get();
+  ASSERT_TRUE(model->attachDevice(std::move(created).value()).isOk());
+  FakeLaunch *fake = lastLaunch(KILN_FAKE_HIP_GRAPHS);
+  ASSERT_NE(fake, nullptr);
+  const int steps = int(model->plan("prefill")->steps().size());
+
+  // One prefill of `n` tokens on an empty sequence 0: every dispatch's
+  // kernel runs once, whether launched one by one or as a graph.
+  auto call = [&](int32_t n) {
+    const int before = fake->launches;
+    Prompt p = prompt(0, n);
+    auto out = model->run("prefill", p.inputs());
+    EXPECT_TRUE(out.isOk()) << out.status().toString();
+    EXPECT_EQ(fake->launches - before, steps) << n << " tokens";
+    model->truncate(0, 0);
+  };
+  call(2); // first of its shape: kernel by kernel
+  EXPECT_EQ(device->graphsCaptured(), 0);
+  EXPECT_EQ(device->graphLaunches(), 0);
+  call(2); // second: captured, then launched as one graph
+  EXPECT_EQ(device->graphsCaptured(), 1);
+  EXPECT_EQ(device->graphLaunches(), 1);
+  EXPECT_EQ(fake->captures, 1);
+  call(2); // third: the graph again
+  EXPECT_EQ(device->graphsCaptured(), 1);
+  EXPECT_EQ(device->graphLaunches(), 2);
+  EXPECT_EQ(fake->graphLaunches, 2);
+  // More tokens than the buffers hold: they grow, which drops the graphs
+  // (they hold the old addresses); the 2-token shape starts over.
+  call(6);
+  call(2);
+  EXPECT_EQ(device->graphLaunches(), 2);
+  call(2);
+  EXPECT_EQ(device->graphsCaptured(), 2);
+  EXPECT_EQ(device->graphLaunches(), 3);
+}
+
+TEST_F(HipPlanDeviceTest, GraphsCanBeTurnedOff) {
+  auto model = load(kAllKernels, path_);
+  ASSERT_TRUE(model);
+  HipPlanOptions options = fakeOptions();
+  options.device.libraries = {KILN_FAKE_HIP_GRAPHS};
+  setenv("KILN_HIP_GRAPHS", "0", 1);
+  auto created = HipPlanDevice::create(*model, options);
+  unsetenv("KILN_HIP_GRAPHS");
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  HipPlanDevice *device = created.value().get();
+  ASSERT_TRUE(model->attachDevice(std::move(created).value()).isOk());
+  for (int i = 0; i < 3; ++i) {
+    Prompt p = prompt(0, 2);
+    ASSERT_TRUE(model->run("prefill", p.inputs()).isOk());
+    model->truncate(0, 0);
+  }
+  EXPECT_EQ(device->graphsCaptured(), 0);
+  EXPECT_EQ(device->graphLaunches(), 0);
 }
 
 TEST_F(HipPlanDeviceTest, SlotsAndCapacityAreLimits) {
