@@ -515,7 +515,8 @@ Status HipPlanDevice::launchPlan(const ValidatedPlan &plan, PlanState &state,
   // arguments that change between calls are those rows and the buffers'
   // addresses, and any allocation since a capture (generation_) drops
   // every graph. Never across ranks (the collectives' host side differs
-  // per call) or while a plan's dispatches allocate.
+  // per call), nor for a plan with collectives on one rank (their copies
+  // are synchronous).
   if (!graphs_ || rccl_ || state.hasCollective)
     return launchSteps(plan, state, in);
   if (state.graphGeneration != generation_) {
