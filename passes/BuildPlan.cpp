@@ -576,8 +576,31 @@ LogicalResult PlanLowering::lower(Operation *op) {
     p.blockSize = static_cast<int64_t>(m.getBlockSize());
     p.scale = m.getRoutedScalingFactor().convertToFloat();
     p.expertOffset = m.getExpertOffset() ? int64_t(*m.getExpertOffset()) : 0;
+    p.sharedOwnRows = m.getSharedOwnRows();
     return emit(Kernel::Moe, op, args, p);
   }
+  if (auto d = dyn_cast<DispatchRowsOp>(op)) {
+    FailureOr<Arg> router = operand(op, d.getRouter());
+    FailureOr<Arg> bias =
+        failed(router) ? router : operand(op, d.getRouterBias());
+    if (failed(bias))
+      return failure();
+    abi::DispatchRowsParams p;
+    p.topK = static_cast<int64_t>(d.getTopK());
+    p.nGroup = static_cast<int64_t>(d.getNGroup());
+    p.topkGroup = static_cast<int64_t>(d.getTopkGroup());
+    p.expertsPerRank = static_cast<int64_t>(d.getExpertsPerRank());
+    p.ownRows = d.getOwnRows();
+    return emit(Kernel::DispatchRows, op,
+                {buffer(d.getInput()), *router, *bias,
+                 out(d.getRows(), Rows::routed),
+                 out(d.getRoutes(), Rows::tokens)},
+                p);
+  }
+  if (auto c = dyn_cast<CombineRowsOp>(op))
+    return emit(
+        Kernel::CombineRows, op,
+        {buffer(c.getInput()), buffer(c.getRoutes()), out(c, Rows::tokens)});
   // Kernels whose declaration names this op (Kernels.td `op`).
   Kernel declared;
   if (abi::kernelForOp(op->getName().getStringRef(), declared))

@@ -6,7 +6,9 @@
 // E / ranks experts starting at this rank's first, the shared expert is
 // dropped on ranks other than 0, and a kiln.all_reduce sums the ranks'
 // results (with dp-attention: kiln.all_gather_rows before,
-// kiln.reduce_scatter_rows after).
+// kiln.reduce_scatter_rows after; or, exchange=all-to-all,
+// kiln.dispatch_rows before, kiln.combine_rows after, and the shared expert
+// on every rank for its own rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +99,20 @@ struct PartitionExpertsPass
                          << int64_t(dpGroup) << ", expected >= 1";
       return signalPassFailure();
     }
+    if (exchange != "gather" && exchange != "all-to-all") {
+      module.emitError() << "kiln-partition-experts: exchange '" << exchange
+                         << "', expected gather or all-to-all";
+      return signalPassFailure();
+    }
+    if (exchange == "all-to-all" && (!dpAttention || dpGroup != 1)) {
+      module.emitError()
+          << "kiln-partition-experts: exchange all-to-all sends each rank's "
+             "own rows, so it needs dp-attention with dp-group 1 (no tensor "
+             "parallelism beside it), found "
+          << (dpAttention ? "dp-group " + std::to_string(dpGroup)
+                          : std::string("no dp-attention"));
+      return signalPassFailure();
+    }
     if (ranks == 1)
       return;
     SmallVector<MoeOp> moes;
@@ -135,21 +151,39 @@ struct PartitionExpertsPass
     for (Value s : {moe.getGate(), moe.getUp(), moe.getDown()})
       whole.insert(s);
     whole.insert_range(moe.getShared());
-    bool shared = rank == 0;
+    bool allToAll = exchange == "all-to-all";
+    bool shared = rank == 0 || allToAll;
     b.setInsertionPoint(moe);
     Value input = moe.getInput();
-    if (dpAttention)
+    DispatchRowsOp dispatch;
+    if (allToAll) {
+      bool hasShared = !moe.getShared().empty();
+      int64_t words = (int64_t(ranks) + 31) / 32;
+      auto routes =
+          RankedTensorType::get({ShapedType::kDynamic, words}, b.getI32Type());
+      dispatch = DispatchRowsOp::create(
+          b, moe.getLoc(), input.getType(), routes, input, moe.getRouter(),
+          moe.getRouterBias(), moe.getTopKAttr(), moe.getNGroupAttr(),
+          moe.getTopkGroupAttr(), b.getI64IntegerAttr(count),
+          hasShared ? b.getUnitAttr() : UnitAttr());
+      input = dispatch.getRows();
+    } else if (dpAttention) {
       input = AllGatherRowsOp::create(b, moe.getLoc(), input.getType(), input,
                                       b.getI64IntegerAttr(dpGroup));
+    }
     auto part = MoeOp::create(
         b, moe.getLoc(), moe.getType(), input, moe.getRouter(),
         moe.getRouterBias(), local[0], local[1], local[2],
         shared ? ValueRange(moe.getShared()) : ValueRange(), moe.getTopKAttr(),
         moe.getNGroupAttr(), moe.getTopkGroupAttr(),
         moe.getRoutedScalingFactorAttr(), moe.getNormTopkProbAttr(),
-        moe.getBlockSizeAttr(), b.getI64IntegerAttr(first));
+        moe.getBlockSizeAttr(), b.getI64IntegerAttr(first),
+        allToAll && !moe.getShared().empty() ? b.getUnitAttr() : UnitAttr());
     Value sum =
-        dpAttention
+        allToAll ? CombineRowsOp::create(b, moe.getLoc(), moe.getType(), part,
+                                         dispatch.getRoutes())
+                       .getResult()
+        : dpAttention
             ? ReduceScatterRowsOp::create(b, moe.getLoc(), moe.getType(), part,
                                           b.getI64IntegerAttr(dpGroup))
                   .getResult()

@@ -154,6 +154,13 @@ def KilnPartitionExpertsPass
     %p = kiln.moe %a router %r bias %b experts %g, %u, %d ... local_experts_from 8 : ... -> tensor<?x256xf32>
     %y = kiln.reduce_scatter_rows %p : tensor<?x256xf32> -> tensor<?x256xf32>
     ```
+    With `exchange=all-to-all` each rank sends a row only to the ranks that
+    hold one of its experts, and runs the shared expert of its own rows:
+    ```mlir
+    %a, %routes = kiln.dispatch_rows %x router %r bias %b ... experts_per_rank 8 own_rows : ...
+    %p = kiln.moe %a router %r bias %b experts %g, %u, %d shared %sg, %su, %sd ... local_experts_from 8 shared_own_rows : ...
+    %y = kiln.combine_rows %p routes %routes : ...
+    ```
     With `dp-group G` (`--tp G` beside it) the ranks of a tensor-parallel
     group share their requests: the exchanges take `group G`, and `ranks`
     and `rank` count expert shares (groups), as without it.
@@ -168,6 +175,12 @@ def KilnPartitionExpertsPass
     Option<"dpGroup", "dp-group", "int64_t", "1",
            "With dp-attention: ranks per data-parallel group (the "
            "tensor-parallel ranks that share a group's requests)">,
+    Option<"exchange", "exchange", "std::string", "\"gather\"",
+           "With dp-attention, how rows reach the experts: gather (every "
+           "rank's rows to every rank, kiln.all_gather_rows and "
+           "kiln.reduce_scatter_rows) or all-to-all (each row to the ranks "
+           "that hold its experts, kiln.dispatch_rows and "
+           "kiln.combine_rows; dp-group 1 only)">,
   ];
 }
 

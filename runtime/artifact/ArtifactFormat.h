@@ -25,9 +25,11 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 inline constexpr char MAGIC[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
 /// The one format version this runtime reads and writes. Bump it for any
 /// change other than appending fields to FlatBuffer tables.
-inline constexpr uint32_t FORMAT_VERSION = 5; // 3: all_reduce has parameters
+inline constexpr uint32_t FORMAT_VERSION = 6; // 3: all_reduce has parameters
 // 4: data-parallel attention (Rows.Gathered, all_gather_rows,
-// reduce_scatter_rows); 5: WeightLayout DensePanel4
+// reduce_scatter_rows); 5: WeightLayout DensePanel4; 6: the all-to-all
+// expert exchange (Rows.Routed, dispatch_rows, combine_rows,
+// moe.shared_own_rows)
 inline constexpr uint32_t HEADER_SIZE = 4096;
 /// Segments (and the metadata) start at multiples of this.
 inline constexpr uint64_t SEGMENT_ALIGNMENT = 4096;

@@ -66,12 +66,13 @@ namespace {
 
 /// The state of one moeExperts() call and its two phases.
 struct FusedMoe {
-  FusedMoe(const float *x, int64_t T, const MoeWeights &w)
-      : x(x), T(T), H(w.down.rows), I(w.gate.rows),
+  FusedMoe(const float *x, int64_t T, const MoeWeights &w, int64_t sharedRows)
+      : x(x), T(T), Ts(sharedRows < 0 ? T : std::min(sharedRows, T)),
+        H(w.down.rows), I(w.gate.rows),
         Is(w.hasShared() ? w.sharedGate.rows : 0), w(w) {}
 
   const float *x;
-  int64_t T, H, I, Is;
+  int64_t T, Ts, H, I, Is; // Ts: rows [0, Ts) take the shared expert
   const MoeWeights &w;
   ExpertRun *runs = nullptr;
   int64_t numRuns = 0;
@@ -142,33 +143,33 @@ struct FusedMoe {
       io.x = x;
       io.xStride = H;
       io.yStride = Is;
-      io.tokens = T;
+      io.tokens = Ts;
       io.xQ8 = xQ8;
       io.xBf16 = xBf16;
       io.y = sharedAct;
       matmulRows(io, w.sharedGate, s0, s1);
       io.y = sharedUp;
       matmulRows(io, w.sharedUp, s0, s1);
-      swigluRows(sharedAct, sharedUp, Is, nullptr, T, s0, s1);
+      swigluRows(sharedAct, sharedUp, Is, nullptr, Ts, s0, s1);
     }
   }
 
   /// Phase 2 for output columns [n0, n1): y = shared (or 0), then each
   /// routed expert added in ascending expert order.
   void down(float *y, int64_t n0, int64_t n1) const {
-    if (Is) {
+    const int64_t shared = Is ? Ts : 0;
+    if (shared > 0) {
       MatmulRows io;
       io.x = sharedAct;
       io.xStride = Is;
       io.y = y;
       io.yStride = H;
-      io.tokens = T;
+      io.tokens = shared;
       io.xBf16 = sharedActBf16;
       matmulRows(io, w.sharedDown, n0, n1);
-    } else {
-      for (int64_t t = 0; t < T; ++t)
-        std::memset(y + t * H + n0, 0, size_t(n1 - n0) * sizeof(float));
     }
+    for (int64_t t = shared; t < T; ++t)
+      std::memset(y + t * H + n0, 0, size_t(n1 - n0) * sizeof(float));
     for (int64_t r = 0; r < numRuns; ++r) {
       const ExpertRun &run = runs[r];
       MatmulRows io;
@@ -204,7 +205,7 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
   if (T <= 0)
     return;
   Arena::Scope scope(arena);
-  FusedMoe moe(x, T, weights);
+  FusedMoe moe(x, T, weights, params.sharedRows);
   moe.plan(alignBlocks(ids, T, params, arena), routeWeights, params, arena);
 
   if (usesInt8(weights.gate) || usesInt8(weights.up) ||
@@ -228,7 +229,7 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
   // the unit's share of the shared expert for every token.
   const int64_t unitCost =
       2 * kRowUnit * moe.H *
-      (moe.pairs + moe.T * moe.Is / std::max<int64_t>(1, moe.I));
+      (moe.pairs + moe.Ts * moe.Is / std::max<int64_t>(1, moe.I));
   pool.parallelFor(
       unitsRouted,
       [&](int64_t u0, int64_t u1, int) {
@@ -249,8 +250,8 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
   if (usesBf16Dot(weights.down) && moe.pairs > 0) {
     moe.actBf16 = roundedRows(pool, arena, moe.act, moe.pairs, moe.I);
   }
-  if (moe.Is && usesBf16Dot(weights.sharedDown)) {
-    moe.sharedActBf16 = roundedRows(pool, arena, moe.sharedAct, T, moe.Is);
+  if (moe.Is && moe.Ts > 0 && usesBf16Dot(weights.sharedDown)) {
+    moe.sharedActBf16 = roundedRows(pool, arena, moe.sharedAct, moe.Ts, moe.Is);
   }
 
   // Phase 2: a thread owns columns [n0, n1) of y, so the order in which
@@ -258,5 +259,5 @@ void kiln::cpu::moeExperts(ThreadPool &pool, const float *x, int64_t T,
   // and Is per token.
   pool.parallelFor(
       moe.H, [&](int64_t n0, int64_t n1, int) { moe.down(y, n0, n1); },
-      /*grain=*/32, /*unitCost=*/moe.I * moe.pairs + moe.Is * moe.T);
+      /*grain=*/32, /*unitCost=*/moe.I * moe.pairs + moe.Is * moe.Ts);
 }

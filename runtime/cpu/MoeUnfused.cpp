@@ -4,6 +4,8 @@
 #include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/Moe.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 using namespace kiln::cpu;
@@ -46,15 +48,16 @@ void kiln::cpu::moeForwardUnfused(ThreadPool &pool, const float *x, int64_t T,
     }
   }
 
-  if (weights.hasShared()) {
+  const int64_t Ts = params.sharedRows < 0 ? T : std::min(params.sharedRows, T);
+  if (weights.hasShared() && Ts > 0) {
     const int64_t Is = weights.sharedGate.rows;
-    float *sg = arena.alloc<float>(T * Is);
-    float *su = arena.alloc<float>(T * Is);
-    matmul(pool, x, T, weights.sharedGate, sg);
-    matmul(pool, x, T, weights.sharedUp, su);
-    swiglu(sg, su, T * Is, sg);
-    float *so = arena.alloc<float>(T * H);
-    matmul(pool, sg, T, weights.sharedDown, so);
-    add(y, so, T, H, y);
+    float *sg = arena.alloc<float>(Ts * Is);
+    float *su = arena.alloc<float>(Ts * Is);
+    matmul(pool, x, Ts, weights.sharedGate, sg);
+    matmul(pool, x, Ts, weights.sharedUp, su);
+    swiglu(sg, su, Ts * Is, sg);
+    float *so = arena.alloc<float>(Ts * H);
+    matmul(pool, sg, Ts, weights.sharedDown, so);
+    add(y, so, Ts, H, y);
   }
 }

@@ -30,6 +30,10 @@ struct MoeParams {
   /// localExperts 0: all of them.
   int64_t expertOffset = 0;
   int64_t localExperts = 0;
+  /// The shared expert runs on rows [0, sharedRows) of x only (a rank's own
+  /// tokens, first among the rows an all-to-all exchange brought it); -1:
+  /// on every row.
+  int64_t sharedRows = -1;
 };
 
 /// Steps 1-6 of §3.2 from router logits [T, E]: expert ids [T, topK] in

@@ -59,6 +59,8 @@ int64_t PlanRunner::rowCount(uint32_t buffer) const {
     return 1;
   case fb::Rows::Gathered:
     return gathered_;
+  case fb::Rows::Routed:
+    return routed_;
   }
   return 0;
 }
@@ -83,6 +85,7 @@ Status PlanRunner::reserve(int64_t tokens, int64_t selected, int64_t gathered) {
     int64_t rows = b.rows == fb::Rows::Tokens     ? capT
                    : b.rows == fb::Rows::Selected ? capR
                    : b.rows == fb::Rows::Gathered ? capG
+                   : b.rows == fb::Rows::Routed   ? capG
                                                   : 1;
     offsets[i] = total;
     total += alignUp(size_t(rows) * size_t(b.rowElems) * 4);
@@ -480,10 +483,19 @@ Status PlanRunner::execute(const Step &s) {
     int64_t n = rows(0);
     if (n > 0) {
       cpu::Arena::Scope scope(*ctx_.arena);
-      cpu::moeForward(pool, f32(buf(0)), n, w, s.moe, *ctx_.arena, f32(buf(9)));
+      cpu::MoeParams p = s.moe;
+      // After dispatch_rows: this rank's own rows come first.
+      if (s.get<abi::MoeParams>().sharedOwnRows)
+        p.sharedRows = tokens_;
+      cpu::moeForward(pool, f32(buf(0)), n, w, p, *ctx_.arena, f32(buf(9)));
     }
     return Status::ok();
   }
+  case Kernel::DispatchRows:
+  case Kernel::CombineRows:
+    if (Status st = exchangeRows(s); !st.isOk())
+      return fail(st.code(), st.message());
+    return Status::ok();
   case Kernel::AllReduce:
   case Kernel::AllGatherRows:
   case Kernel::ReduceScatterRows:
@@ -559,6 +571,36 @@ Status PlanRunner::collective(const Step &s) {
       comm::Span<float>(parts, size * mine), recvCounts, recvDispls));
   comm::sumInRankOrder(parts, f32(out), mine, int(size), comm::DataType::F32);
   return Status::ok();
+}
+
+Status PlanRunner::exchangeRows(const Step &s) {
+  const bool multiRank = ctx_.comm && ctx_.comm->size() > 1;
+  if (multiRank && (!ctx_.rankTokens || ctx_.rankTokens->empty()))
+    return makeError(StatusCode::FailedPrecondition,
+                     abi::kKernelNames[size_t(s.kernel)],
+                     " exchanges the rows of data-parallel attention, but the "
+                     "ranks run the same tokens");
+  comm::Communicator *comm = multiRank ? ctx_.comm : nullptr;
+  const uint32_t x = s.args[0].index();
+  const int64_t width = plan_->buffers()[x].rowElems;
+  if (s.kernel == Kernel::CombineRows)
+    return exchange_.combine(comm, f32(x), i32(s.args[1].index()), tokens_,
+                             width, *ctx_.arena, f32(s.args[2].index()));
+  ExpertExchange::Dispatch d;
+  d.x = f32(x);
+  d.tokens = tokens_;
+  d.width = width;
+  const BoundWeight &router = (*ctx_.weights)[s.args[1].index()];
+  const BoundWeight &bias = (*ctx_.weights)[s.args[2].index()];
+  d.router = router.view;
+  d.bias = bias.values;
+  d.routing = s.moe;
+  const auto &params = s.get<abi::DispatchRowsParams>();
+  d.expertsPerRank = params.expertsPerRank;
+  d.ownRows = params.ownRows;
+  return exchange_.dispatch(comm, *ctx_.pool, *ctx_.arena, d,
+                            i32(s.args[4].index()), f32(s.args[3].index()),
+                            capGathered_, routed_);
 }
 
 } // namespace kiln::engine

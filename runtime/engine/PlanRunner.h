@@ -22,6 +22,7 @@
 #include "runtime/cpu/attention/PagedKvCache.h"
 #include "runtime/cpu/attention/Rope.h"
 #include "runtime/cpu/attention/Workspace.h"
+#include "runtime/engine/ExpertExchange.h"
 #include "runtime/engine/StepProfile.h"
 #include "runtime/engine/ValidatedPlan.h"
 #include "runtime/engine/Weights.h"
@@ -106,6 +107,8 @@ private:
   /// copy; under data-parallel attention over the groups of
   /// ExecContext::rankTokens, whose row counts differ between groups.
   Status collective(const Step &step);
+  /// dispatch_rows and combine_rows (ExpertExchange.h).
+  Status exchangeRows(const Step &step);
   int64_t rowCount(uint32_t buffer) const;
   float *f32(uint32_t buffer) const {
     return reinterpret_cast<float *>(data_[buffer]);
@@ -122,6 +125,8 @@ private:
 
   // Execution state.
   int64_t tokens_ = 0, selected_ = 0, gathered_ = 0; // this call's rows
+  int64_t routed_ = 0; // rows the last dispatch_rows brought (Rows::Routed)
+  ExpertExchange exchange_;
   int64_t capTokens_ = 0, capSelected_ = 0, capGathered_ = 0; // allocated
   struct AlignedFree {
     void operator()(uint8_t *p) const;

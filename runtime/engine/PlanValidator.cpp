@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/artifact/KernelParamsFb.h"
+#include "runtime/engine/ExpertExchange.h"
 #include "runtime/engine/ValidatedPlan.h"
 #include "support/abi/MoeRules.h"
 #include "support/abi/Signature.h"
@@ -314,6 +315,8 @@ private:
       return checkGqa();
     case Kernel::Moe:
       return checkMoe();
+    case Kernel::DispatchRows:
+      return checkDispatchRows();
     default:
       break;
     }
@@ -705,6 +708,33 @@ private:
     p.routedScalingFactor = params.scale;
     p.expertOffset = offset;
     p.localExperts = local;
+    return Status::ok();
+  }
+
+  Status checkDispatchRows() {
+    const BufferInfo *x = buffer(0);
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *router, matrix(1));
+    KILN_ASSIGN_OR_RETURN(const BoundWeight *bias, vector(2));
+    const int64_t h = router->view.cols, e = router->view.rows;
+    KILN_RETURN_IF_ERROR(width(0, *x, h, "the router's K (hidden size)"));
+    if (bias->length() != e)
+      return fail(argLabel(2), ": bias '", bias->name, "' has length ",
+                  bias->length(), ", expected ", e, " (the router's experts)");
+    const auto &params = step_.get<abi::DispatchRowsParams>();
+    abi::MoeRouting routing{e, params.topK, params.nGroup, params.topkGroup};
+    if (abi::MoeRuleError rule = abi::checkMoeRouting(routing))
+      return fail("params.", rule.field, " ", rule.message);
+    if (params.expertsPerRank < 1 || e % params.expertsPerRank != 0)
+      return fail("params.experts_per_rank ", params.expertsPerRank,
+                  " does not divide the router's ", e, " experts");
+    const int64_t words = routeWords(e / params.expertsPerRank);
+    KILN_RETURN_IF_ERROR(
+        width(4, *buffer(4), words, "a bit per rank, 32 to a word"));
+    cpu::MoeParams &p = step_.moe;
+    p.numExperts = e;
+    p.topK = params.topK;
+    p.nGroup = params.nGroup;
+    p.topkGroup = params.topkGroup;
     return Status::ok();
   }
 

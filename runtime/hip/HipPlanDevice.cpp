@@ -375,6 +375,8 @@ int64_t HipPlanDevice::bufferRows(const ValidatedPlan &plan, uint32_t buffer,
     return in.logitCount;
   case fb::Rows::One:
     return 1;
+  case fb::Rows::Routed: // dispatch_rows has no GPU kernel (loadPlan refuses)
+    break;
   }
   return 0;
 }

@@ -89,6 +89,9 @@ class Like<string a, string b> : RowRule<"like", a, b>;
 // `a` has this rank's Tokens rows and `b` the Gathered rows of every
 // data-parallel rank, with the same number of values per row.
 class Gathers<string a, string b> : RowRule<"gathers", a, b>;
+// `a` has this rank's Tokens rows and `b` the Routed rows this rank received
+// in the last dispatch_rows, with the same number of values per row.
+class Routes<string a, string b> : RowRule<"routes", a, b>;
 
 // --- Kernels -----------------------------------------------------------------
 
@@ -223,7 +226,10 @@ def Moe : Kernel<"moe",
      I64<"block_size", "rows per expert block of the routed GEMMs">,
      F32<"scale", "routed_scaling_factor">,
      I64<"expert_offset", "the stacks hold experts expert_offset, ...: one "
-                          "rank's share under expert parallelism">]> {
+                          "rank's share under expert parallelism">,
+     Bool<"shared_own_rows", "the shared expert runs on the call's own "
+                             "tokens only, the first rows of x (after "
+                             "dispatch_rows); otherwise on every row">]> {
   let rows = [Like<"x", "out">];
   let inPlace = 0;
   let summary = "routed experts (support/abi/MoeRules.h) plus the optional "
@@ -254,4 +260,28 @@ def ReduceScatterRows : Kernel<"reduce_scatter_rows", [Buf<"x">, Out<"out">],
   let op = "kiln.reduce_scatter_rows";
   let summary = "out = this rank's group's rows of the sum of x over every "
                 "rank, added in rank order (runtime/comm); a copy on one rank";
+}
+def DispatchRows : Kernel<"dispatch_rows",
+    [Buf<"x">, Weight<"router">, Weight<"bias">, Out<"out">,
+     Out<"routes", "i32">],
+    [I64<"top_k">, I64<"n_group">, I64<"topk_group">,
+     I64<"experts_per_rank", "routed experts each rank holds, rank r "
+                             "experts r * experts_per_rank, ...">,
+     Bool<"own_rows", "this rank receives all its own rows (first), "
+                      "whatever their experts: it runs their shared expert">]> {
+  let rows = [Routes<"x", "out">, SameRows<"x", "routes">];
+  let inPlace = 0;
+  let summary = "each row of x routed (support/abi/MoeRules.h) and sent to "
+                "every rank that holds one of its experts (runtime/comm "
+                "all-to-all); out = the rows this rank received, its own "
+                "first, then each peer's in rank order; routes = per row, "
+                "the ranks it went to (a bit per rank)";
+}
+def CombineRows : Kernel<"combine_rows",
+    [Buf<"x">, Buf<"routes", "i32">, Out<"out">]> {
+  let rows = [Routes<"out", "x">, SameRows<"routes", "out">];
+  let inPlace = 0;
+  let summary = "the way back from dispatch_rows: each received row of x "
+                "goes back to the rank it came from, which adds its rows' "
+                "parts in rank order";
 }

@@ -93,6 +93,8 @@ const char *rowsKindName(RowsKind rows) {
     return "Selected";
   case RowsKind::Gathered:
     return "Gathered";
+  case RowsKind::Routed:
+    return "Routed";
   case RowsKind::One:
     break;
   }
@@ -196,7 +198,9 @@ std::string signatureError(Kernel kernel, const std::vector<ArgRef> &args,
           args[i].kind != RefKind::Buffer)
         continue;
       BufferFacts a = buffer(args[i].index);
-      if (rule.kind == RowRuleKind::Gathers && a.rows != RowsKind::Tokens)
+      bool exchange =
+          rule.kind == RowRuleKind::Gathers || rule.kind == RowRuleKind::Routes;
+      if (exchange && a.rows != RowsKind::Tokens)
         return argLabel(kernel, i, n) + ": buffer '" + a.name + "' has " +
                rowsKindName(a.rows) + " rows, expected Tokens";
       if (rule.kind == RowRuleKind::OnePerRow) {
@@ -216,11 +220,15 @@ std::string signatureError(Kernel kernel, const std::vector<ArgRef> &args,
                  " rows, expected Gathered (the rows "
                  "of every rank of " +
                  argLabel(kernel, i, n) + ")";
+        if (rule.kind == RowRuleKind::Routes && b.rows != RowsKind::Routed)
+          return argLabel(kernel, j, n) + ": buffer '" + b.name + "' has " +
+                 rowsKindName(b.rows) +
+                 " rows, expected Routed (the rows this rank received for "
+                 "the experts it holds)";
         bool rows = rule.kind == RowRuleKind::SameRows ||
                     rule.kind == RowRuleKind::Like;
         bool width = rule.kind == RowRuleKind::SameWidth ||
-                     rule.kind == RowRuleKind::Like ||
-                     rule.kind == RowRuleKind::Gathers;
+                     rule.kind == RowRuleKind::Like || exchange;
         if (rows && a.rows != b.rows)
           return argLabel(kernel, j, n) + ": buffer '" + b.name + "' has " +
                  rowsKindName(b.rows) + " rows but " + argLabel(kernel, i, n) +

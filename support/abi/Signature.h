@@ -34,7 +34,7 @@ struct ArgRef {
 /// A buffer's element type, as far as the contract distinguishes them.
 enum class ElemType : uint8_t { F32, I32, Other };
 /// How many rows a buffer has per call; the order of fb::Rows.
-enum class RowsKind : uint8_t { Tokens, Selected, One, Gathered };
+enum class RowsKind : uint8_t { Tokens, Selected, One, Gathered, Routed };
 struct BufferFacts {
   std::string name;
   ElemType type = ElemType::F32;

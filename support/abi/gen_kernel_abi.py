@@ -19,7 +19,7 @@ FBS_TYPES = {"i64": "long", "f32": "float", "bool": "bool"}
 ARG_TYPES = {"any": "Any", "f32": "F32", "i32": "I32"}
 RULE_KINDS = {"same_rows": "SameRows", "same_width": "SameWidth",
               "one_per_row": "OnePerRow", "like": "Like",
-              "gathers": "Gathers"}
+              "gathers": "Gathers", "routes": "Routes"}
 
 
 def fail(message):
@@ -206,7 +206,8 @@ enum class RowRuleKind : uint8_t {
   SameWidth,
   OnePerRow,
   Like,
-  Gathers
+  Gathers,
+  Routes
 };
 struct RowRuleDecl {
   RowRuleKind kind;

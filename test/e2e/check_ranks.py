@@ -51,6 +51,10 @@ ap.add_argument("--tp", action="append", default=[],
 ap.add_argument("--dp", action="append", default=[],
                 help="N or T,N: [--tp T] --ep N --dp-attention (each group "
                 "of T ranks its own requests)")
+ap.add_argument("--moe-exchange", default="gather",
+                help="with --dp: kiln-compile --moe-exchange (all-to-all: "
+                "each rank holds the shared expert and runs it for its own "
+                "rows; also checks every token routed to rank 0's experts)")
 ap.add_argument("--compile-args", default="",
                 help="more kiln-compile flags, for every artifact (the "
                 "golden-token check is then skipped)")
@@ -175,16 +179,21 @@ def weight_parts(artifact):
     return parts, dequantized
 
 
+A2A = args.moe_exchange == "all-to-all"
+
+
 def layout_name(tp, ep, dp):
     if dp:
-        return f"dp-attention {ep}" + ("" if tp == 1 else f" tp {tp}")
+        return f"dp-attention {ep}" + ("" if tp == 1 else f" tp {tp}") + \
+            (" all-to-all" if A2A else "")
     return f"ep {ep}" if tp == 1 else f"tp {tp}" + ("" if ep == 1 else
                                                      f" ep {ep}")
 
 
 def layout_args(tp, ep, dp):
     return (["--ep", str(ep)] + (["--tp", str(tp)] if tp > 1 else []) +
-            (["--dp-attention"] if dp else []))
+            (["--dp-attention"] if dp else []) +
+            (["--moe-exchange", args.moe_exchange] if dp and A2A else []))
 
 
 whole, _ = weight_parts(single)
@@ -201,9 +210,12 @@ for tp, ep, dp in layouts:
         parts, f32 = weight_parts(rank_art)
         unit = "values" if f32 else "bytes"
         ref, got = whole[unit], parts[unit]
-        # Rank r holds experts share r // tp of ep, columns share r % tp.
+        # Rank r holds experts share r // tp of ep, columns share r % tp;
+        # the shared expert on the first group, or (all-to-all) on every
+        # rank, for its own rows.
         want = {"experts": ref["experts"] / n,
-                "shared": ref["shared"] / tp if r // tp == 0 else 0,
+                "shared": ref["shared"] / tp if r // tp == 0 or
+                (dp and A2A) else 0,
                 "split": ref["split"] / tp, "rest": ref["rest"]}
         report(got == want,
                f"{name} rank {r}: expert {unit} {got['experts']} = 1/{n} of "
@@ -265,6 +277,61 @@ for tp, ep, dp in dict.fromkeys(batch_layouts):
            + ("tokens equal to the single rank's" if one_ids == split_ids
               else "DIFFERENT " + (e1 + e2)[-300:]))
 
+# Every token routed to rank 0's experts: the fixture with the selection bias
+# of experts E/2..E-1 at -1000 in every MoE layer (sigmoid scores are in
+# [0, 1], so those experts are never among the top k). Under 2 expert shares
+# rank 1's routed experts then get no pairs at all: its share of each MoE is
+# the empty sum (all-to-all: no rank sends it a row, it sends its own rows
+# to rank 0), and the result must still equal the single rank's.
+def check_rank0_experts(split_args, name):
+    biased = os.path.join(args.work, "rank0-experts")
+    shutil.copytree(args.fixture, biased, dirs_exist_ok=True)
+    st = os.path.join(biased, "model.safetensors")
+    with open(st, "r+b") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        for wname, t in header.items():
+            if wname.endswith("e_score_correction_bias"):
+                begin, end = t["data_offsets"]
+                f.seek(8 + size + begin)
+                bias = np.frombuffer(f.read(end - begin), dtype="<f4").copy()
+                bias[len(bias) // 2:] = -1000.0
+                f.seek(8 + size + begin)
+                f.write(bias.tobytes())
+    b_single = os.path.join(args.work, "biased.kiln")
+    b_split = os.path.join(args.work, "biased-split.kiln")
+    built = [run([tool("kiln-compile"), biased, "-o", b_single]),
+             run([tool("kiln-compile"), biased, "-o", b_split] + split_args)]
+    if any(b.returncode for b in built):
+        report(False, "rank-0 experts: compile: " +
+               " ".join(b.stderr for b in built)[-400:])
+        return
+    biased_logits = None
+    for spec in ("0", "3"):
+        la = compare(b_single, b_split, 2, 0, safe[0], spec,
+                     f"{name}every token routed to rank 0's experts, "
+                     f"spec {spec}")
+        biased_logits = la if biased_logits is None else biased_logits
+    # The bias did change the routing: not the original model's logits.
+    orig = os.path.join(args.work, "orig0.npy")
+    kiln_run([], single, os.path.join(args.work, "p0.txt"), orig, "0")
+    if biased_logits is not None and os.path.exists(orig):
+        change = float(np.abs(np.load(orig) - biased_logits).max())
+        report(change > 1e-3, "the biased fixture routes differently from "
+               f"the original (max logit change {change:.3f})")
+    if "--dp-attention" in split_args:
+        # Both ranks with requests of their own: rank 1 sends all its rows
+        # to rank 0 and receives none.
+        a, e1 = batch_ids([], b_single, os.path.join(args.work, "bb1.jsonl"))
+        b, e2 = batch_ids(MPIRUN + ["-np", "2"], b_split,
+                          os.path.join(args.work, "bb2.jsonl"))
+        report(a is not None and a == b,
+               f"{name}every token routed to rank 0's experts, batch of "
+               f"{len(safe) * 2} concurrent requests: " +
+               ("tokens equal to the single rank's" if a == b
+                else "DIFFERENT " + (e1 + e2)[-300:]))
+
+
 def kill_ranks(artifact, what):
     """A rank that dies (SIGKILL) or hangs (SIGSTOP) mid-run: the job ends,
     non-zero, within the collective timeout (3 s here) plus slack."""
@@ -315,8 +382,11 @@ def kill_ranks(artifact, what):
 if not eps:
     if args.dp and "," not in args.dp[0]:
         n = int(args.dp[0])
-        dp_art = os.path.join(args.work, f"dp-attention{n}.kiln")
-        kill_ranks(dp_art, f"dp-attention {n}: ")
+        name = layout_name(1, n, True)
+        dp_art = os.path.join(args.work, name.replace(" ", "") + ".kiln")
+        if A2A and n == 2:
+            check_rank0_experts(layout_args(1, 2, True), name + ": ")
+        kill_ranks(dp_art, name + ": ")
     sys.exit(1 if failures else 0)
 
 # Wrong process counts are refused, naming both sides.
@@ -337,45 +407,7 @@ report(wrong.returncode != 0 and
        f"this run has {eps[0] * 2}" in wrong.stderr,
        f"{eps[0] * 2} processes on an --ep {eps[0]} artifact: exit "
        f"{wrong.returncode}")
-# Every token routed to rank 0's experts: the fixture with the selection bias
-# of experts E/2..E-1 at -1000 in every MoE layer (sigmoid scores are in
-# [0, 1], so those experts are never among the top k). Under --ep 2 rank 1's
-# routed experts then get no pairs at all: its share of each MoE is the
-# empty sum, and the result must still equal the single rank's.
-biased = os.path.join(args.work, "rank0-experts")
-shutil.copytree(args.fixture, biased, dirs_exist_ok=True)
-st = os.path.join(biased, "model.safetensors")
-with open(st, "r+b") as f:
-    size = struct.unpack("<Q", f.read(8))[0]
-    header = json.loads(f.read(size))
-    for name, t in header.items():
-        if name.endswith("e_score_correction_bias"):
-            begin, end = t["data_offsets"]
-            f.seek(8 + size + begin)
-            bias = np.frombuffer(f.read(end - begin), dtype="<f4").copy()
-            bias[len(bias) // 2:] = -1000.0
-            f.seek(8 + size + begin)
-            f.write(bias.tobytes())
-b_single = os.path.join(args.work, "biased.kiln")
-b_split = os.path.join(args.work, "biased-ep2.kiln")
-built = [run([tool("kiln-compile"), biased, "-o", b_single]),
-         run([tool("kiln-compile"), biased, "--ep", "2", "-o", b_split])]
-if any(b.returncode for b in built):
-    report(False, "rank-0 experts: compile: " +
-           " ".join(b.stderr for b in built)[-400:])
-else:
-    biased_logits = None
-    for spec in ("0", "3"):
-        la = compare(b_single, b_split, 2, 0, safe[0], spec,
-                     f"every token routed to rank 0's experts, spec {spec}")
-        biased_logits = la if biased_logits is None else biased_logits
-    # The bias did change the routing: not the original model's logits.
-    orig = os.path.join(args.work, "orig0.npy")
-    kiln_run([], single, os.path.join(args.work, "p0.txt"), orig, "0")
-    if biased_logits is not None and os.path.exists(orig):
-        change = float(np.abs(np.load(orig) - biased_logits).max())
-        report(change > 1e-3, "the biased fixture routes differently from "
-               f"the original (max logit change {change:.3f})")
+check_rank0_experts(["--ep", "2"], "")
 
 n = eps[0]
 base = os.path.join(args.work, f"ep{n}.kiln")

@@ -19,7 +19,7 @@
 // CHECK-NEXT: kiln_plan.buffer
 // CHECK-NOT: block_scaled
 // CHECK: kiln_plan.dispatch embedding(
-// CHECK-NEXT: kiln_plan.dispatch moe(%{{.*}}, @w1, @w2, @w3, @w4, @w5, @w6, @w6, @w7, %{{.*}}) {block_size = 16 : i64, expert_offset = 0 : i64, n_group = 1 : i64, norm_topk_prob = true, scale = 2.500000e+00 : f32, top_k = 2 : i64, topk_group = 1 : i64}
+// CHECK-NEXT: kiln_plan.dispatch moe(%{{.*}}, @w1, @w2, @w3, @w4, @w5, @w6, @w6, @w7, %{{.*}}) {block_size = 16 : i64, expert_offset = 0 : i64, n_group = 1 : i64, norm_topk_prob = true, scale = 2.500000e+00 : f32, shared_own_rows = false, top_k = 2 : i64, topk_group = 1 : i64}
 // CHECK-NEXT: kiln_plan.dispatch moe(%{{.*}}, @w1, @w2, @w8, @w8, @w8, none, none, none, %{{.*}}) {block_size = 16 : i64, expert_offset = 2 : i64
 // CHECK-NEXT: kiln_plan.return
 func.func @prefill(%ids: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>, %rows: tensor<?xi32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {

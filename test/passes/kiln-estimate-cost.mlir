@@ -62,7 +62,7 @@ module {
     %8 = kiln_plan.buffer tokens "t8" row [4, 16] f32
     %9 = kiln_plan.buffer tokens "t9" row [4, 8] f32
     kiln_plan.dispatch matmul(%4, @w0, %5)
-    kiln_plan.dispatch moe(%5, @w1, @w2, @w3, @w4, @w5, none, none, none, %6) {top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, block_size = 16 : i64, scale = 1.0 : f32, expert_offset = 0 : i64}
+    kiln_plan.dispatch moe(%5, @w1, @w2, @w3, @w4, @w5, none, none, none, %6) {top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, block_size = 16 : i64, scale = 1.0 : f32, expert_offset = 0 : i64, shared_own_rows = false}
     kiln_plan.dispatch mla_attention(%7, %8, @w6, @layers.2.latent, %1, %2, none, %9) {heads = 4 : i64, scale = 0.125 : f32}
     kiln_plan.return %6, %9
   }

@@ -121,8 +121,10 @@ void printRankTimes(const engine::StepProfile &p, int64_t steps,
   for (size_t k = 0; k < p.kKinds; ++k) {
     total += p.seconds[k];
     abi::Kernel kind = abi::Kernel(k);
+    // dispatch_rows also routes its rows (a router GEMV) before it sends.
     if (kind == abi::Kernel::AllReduce || kind == abi::Kernel::AllGatherRows ||
-        kind == abi::Kernel::ReduceScatterRows)
+        kind == abi::Kernel::ReduceScatterRows ||
+        kind == abi::Kernel::DispatchRows || kind == abi::Kernel::CombineRows)
       collective += p.seconds[k];
   }
   std::vector<int64_t> mine = {

@@ -122,6 +122,15 @@ static cl::opt<bool> dpAttention(
              "(kiln.reduce_scatter_rows)"),
     cl::init(false), cl::cat(category));
 
+static cl::opt<std::string> moeExchange(
+    "moe-exchange",
+    cl::desc("With --dp-attention, how rows reach the experts: gather "
+             "(default: every rank's rows to every rank, each rank's rows of "
+             "the sum back) or all-to-all (each row only to the ranks that "
+             "hold its experts, the parts back to its rank, the shared expert "
+             "on each rank for its own rows; --tp 1, CPU ranks)"),
+    cl::init("gather"), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "kiln-compile: " << message << "\n";
   return 1;
@@ -138,6 +147,7 @@ static mlir::LogicalResult partition(mlir::MLIRContext &context,
   experts.rank = rank / tensorParallel;
   experts.dpAttention = dpAttention;
   experts.dpGroup = tensorParallel;
+  experts.exchange = moeExchange;
   KilnPartitionTensorPassOptions tensor;
   tensor.ranks = tensorParallel;
   tensor.rank = rank % tensorParallel;
@@ -190,6 +200,24 @@ int main(int argc, char **argv) {
                 "groups: it needs --ep N with N > 1 (found --tp " +
                 Twine(int(tensorParallel)) + " --ep " +
                 Twine(int(expertParallel)) + ")");
+  if (moeExchange != "gather" && moeExchange != "all-to-all")
+    return fail("--moe-exchange must be gather or all-to-all, found '" +
+                moeExchange + "'");
+  if (moeExchange == "all-to-all" && (!dpAttention || tensorParallel != 1))
+    return fail("--moe-exchange all-to-all exchanges the rows of "
+                "data-parallel attention: it needs --dp-attention and --tp 1 "
+                "(found --tp " +
+                Twine(int(tensorParallel)) +
+                (dpAttention ? "" : ", no --dp-attention") + ")");
+  if (moeExchange == "all-to-all") {
+    auto chips = kiln::emit::parseGpuTargets(targets);
+    if (chips.isOk() && !chips->empty())
+      return fail("--moe-exchange all-to-all runs on CPU ranks only: "
+                  "dispatch_rows and combine_rows have no GPU kernels (GPU "
+                  "ranks gather rows over RCCL: leave --moe-exchange out), "
+                  "found --target=" +
+                  targets);
+  }
   const int ranks = tensorParallel * expertParallel;
   if (mode == "artifact" && outputPath == "-")
     return fail("an artifact needs an output file: -o model.kiln");
@@ -267,11 +295,13 @@ int main(int argc, char **argv) {
       mlir::PassManager pm(&context);
       buildPlanPipeline(pm, host);
       KilnReportMemoryPassOptions report;
-      report.label = "rank " + std::to_string(rank) + " of " +
-                     std::to_string(ranks) + " (--tp " +
-                     std::to_string(int(tensorParallel)) + " --ep " +
-                     std::to_string(int(expertParallel)) +
-                     (dpAttention ? " --dp-attention" : "") + ")";
+      report.label =
+          "rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+          " (--tp " + std::to_string(int(tensorParallel)) + " --ep " +
+          std::to_string(int(expertParallel)) +
+          (dpAttention ? " --dp-attention" : "") +
+          (moeExchange == "all-to-all" ? " --moe-exchange all-to-all" : "") +
+          ")";
       report.deviceGb = deviceGb;
       pm.addPass(createKilnReportMemoryPass(report));
       if (failed(partition(context, *part, rank)) || failed(pm.run(*part)))

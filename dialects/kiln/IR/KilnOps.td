@@ -748,6 +748,10 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure]> {
     still chooses among all E, and pairs routed elsewhere add nothing here
     (the ranks' results are summed by a `kiln.all_reduce`).
 
+    With `shared_own_rows` the input is a `kiln.dispatch_rows` result and
+    the shared expert runs only on its first rows, the call's own tokens:
+    every token's shared expert runs once, on the rank that owns the token.
+
     ```mlir
     %g = kiln.block_scaled %gq, %gs
            : !kiln.block_scaled<tensor<16x128x256xf4E2M1FN>, tensor<16x128x8xf8E8M0FNU>, [1, 32]>
@@ -772,7 +776,8 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure]> {
     I64Attr:$top_k, I64Attr:$n_group, I64Attr:$topk_group,
     F32Attr:$routed_scaling_factor, UnitAttr:$norm_topk_prob,
     I64Attr:$block_size,
-    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$expert_offset);
+    OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$expert_offset,
+    UnitAttr:$shared_own_rows);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `router` $router `bias` $router_bias `experts` $gate `,` $up `,` $down
@@ -780,6 +785,7 @@ def Kiln_MoeOp : Kiln_Op<"moe", [Pure]> {
     `top_k` $top_k `groups` $n_group `keep` $topk_group
     `scale` $routed_scaling_factor (`norm` $norm_topk_prob^)?
     `block_size` $block_size (`local_experts_from` $expert_offset^)?
+    (`shared_own_rows` $shared_own_rows^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -875,6 +881,72 @@ def Kiln_ReduceScatterRowsOp : Kiln_Op<"reduce_scatter_rows",
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat =
       "$input (`group` $group^)? attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_DispatchRowsOp : Kiln_Op<"dispatch_rows", []> {
+  let summary = "send each row to the ranks that hold its experts";
+  let description = [{
+    Expert parallelism with data-parallel attention, exchanged all-to-all
+    (`kiln-compile --ep N --dp-attention --moe-exchange all-to-all`): each
+    rank routes its own rows as `kiln.moe` does (`router`, `router_bias`,
+    `top_k`, `groups`, `keep`: support/abi/MoeRules.h) and sends each row
+    to every rank that holds one of its `top_k` experts (rank r holds
+    experts r * `experts_per_rank`, ...). `rows` is what this rank
+    received: its own rows first, then each peer's in rank order, each
+    peer's in token order; with `own_rows` all of this rank's own rows
+    come first whatever their experts (the rank runs their shared expert),
+    otherwise only those routed here. `routes` has one row per input row:
+    the ranks it was sent to, a bit per rank (32 ranks to an i32 word).
+    Its leading dimension is dynamic (only the run knows how many rows
+    arrive). On one rank `rows` is the input. Not `Pure`: every rank runs
+    it, in the same order.
+
+    ```mlir
+    %rows, %routes = kiln.dispatch_rows %x router %rw bias %rb top_k 4
+        groups 1 keep 1 experts_per_rank 8 own_rows
+        : (tensor<?x256xf32>, tensor<16x256xbf16>, tensor<16xf32>)
+          -> (tensor<?x256xf32>, tensor<?x1xi32>)
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$router,
+      Kiln_FloatTensor:$router_bias,
+      ConfinedAttr<I64Attr, [IntPositive]>:$top_k,
+      ConfinedAttr<I64Attr, [IntPositive]>:$n_group,
+      ConfinedAttr<I64Attr, [IntPositive]>:$topk_group,
+      ConfinedAttr<I64Attr, [IntPositive]>:$experts_per_rank,
+      UnitAttr:$own_rows);
+  let results = (outs RankedTensorOf<[F32]>:$rows,
+      RankedTensorOf<[I32]>:$routes);
+  let assemblyFormat = [{
+    $input `router` $router `bias` $router_bias `top_k` $top_k
+    `groups` $n_group `keep` $topk_group `experts_per_rank` $experts_per_rank
+    (`own_rows` $own_rows^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_CombineRowsOp : Kiln_Op<"combine_rows", []> {
+  let summary = "the way back from kiln.dispatch_rows, summed in rank order";
+  let description = [{
+    `input` holds one row per row this rank received in the
+    `kiln.dispatch_rows` that made `routes` (its experts' part of that
+    token). Each row goes back to the rank it came from; the result has
+    one row per row of that dispatch's input: the sum of its parts over the
+    ranks it was sent to, added in rank order so the result does not depend
+    on timing. On one rank it is the input. Not `Pure`.
+
+    ```mlir
+    %y = kiln.combine_rows %p routes %routes
+        : (tensor<?x256xf32>, tensor<?x1xi32>) -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input,
+      RankedTensorOf<[I32]>:$routes);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `routes` $routes attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

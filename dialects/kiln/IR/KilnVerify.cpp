@@ -776,6 +776,10 @@ LogicalResult MoeOp::verify() {
   if (failed(verifyExpertStack(*this, getGate(), getUp(), getDown(), local, h,
                                "")))
     return failure();
+  if (getSharedOwnRows() && !getInput().getDefiningOp<DispatchRowsOp>())
+    return emitOpError() << "shared_own_rows reads the own rows a "
+                            "kiln.dispatch_rows puts first; the input is not "
+                            "one's rows";
   if (Value sharedGate = getSharedGate()) {
     if (failed(verifyExpertFormat(*this, sharedGate, getSharedUp(),
                                   getSharedDown(), "shared_")))
@@ -822,4 +826,43 @@ LogicalResult AllGatherRowsOp::verify() {
 
 LogicalResult ReduceScatterRowsOp::verify() {
   return verifyRowExchange(*this, getInput(), getResult());
+}
+
+LogicalResult DispatchRowsOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "router", getRouter(), 2)))
+    return failure();
+  int64_t h = tensorType(getInput()).getDimSize(1),
+          e = tensorType(getRouter()).getDimSize(0);
+  if (failed(expectShape(*this, "router", getRouter(), {e, h})) ||
+      failed(expectShape(*this, "router_bias", getRouterBias(), {e})))
+    return failure();
+  abi::MoeRouting routing{e, int64_t(getTopK()), int64_t(getNGroup()),
+                          int64_t(getTopkGroup())};
+  if (abi::MoeRuleError rule = abi::checkMoeRouting(routing))
+    return emitOpError() << rule.field << " " << rule.message;
+  if (e % int64_t(getExpertsPerRank()) != 0)
+    return emitOpError() << "experts_per_rank " << getExpertsPerRank()
+                         << " does not divide the router's " << e << " experts";
+  if (failed(verifyRowExchange(*this, getInput(), getRows())))
+    return failure();
+  int64_t ranks = e / int64_t(getExpertsPerRank());
+  RankedTensorType routes = tensorType(getRoutes());
+  int64_t words = (ranks + 31) / 32;
+  if (routes.getRank() != 2 || !routes.isDynamicDim(0) ||
+      routes.getDimSize(1) != words)
+    return emitOpError() << "routes must be [?, " << words << "] (a bit for "
+                         << "each of " << ranks << " ranks), found "
+                         << shapeString(routes);
+  return success();
+}
+
+LogicalResult CombineRowsOp::verify() {
+  auto dispatch = getRoutes().getDefiningOp<DispatchRowsOp>();
+  if (!dispatch || getRoutes() != dispatch.getRoutes())
+    return emitOpError() << "routes must be the routes of a kiln.dispatch_rows";
+  if (failed(verifyRowExchange(*this, getInput(), getResult())))
+    return failure();
+  return expectShape(*this, "result", getResult(),
+                     tensorType(dispatch.getInput()).getShape());
 }

@@ -68,12 +68,15 @@ def Plan_Rows : I32EnumAttr<"Rows", "how many rows a buffer has per call", [
     I32EnumAttrCase<"tokens", 0>,
     I32EnumAttrCase<"selected", 1>,
     I32EnumAttrCase<"one", 2>,
-    I32EnumAttrCase<"gathered", 3>]> {
+    I32EnumAttrCase<"gathered", 3>,
+    I32EnumAttrCase<"routed", 4>]> {
   let cppNamespace = "::kiln::plan";
   let description = [{
     `tokens`: one row per token of the call; `selected`: one per logit row the
     caller asked for; `one`: a single row; `gathered`: one per token of
-    every data-parallel rank (`kiln.all_gather_rows`). The order of fb::Rows.
+    every data-parallel rank (`kiln.all_gather_rows`); `routed`: one per row
+    this rank received in the last `kiln.dispatch_rows` (at most `gathered`).
+    The order of fb::Rows.
   }];
 }
 

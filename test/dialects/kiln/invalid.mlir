@@ -897,3 +897,43 @@ func.func @zero_group(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = kiln.all_gather_rows %x group 0 : tensor<?x8xf32> -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @uneven_ranks(%x: tensor<?x8xf32>, %r: tensor<16x8xbf16>, %b: tensor<16xf32>) {
+  // expected-error @below {{experts_per_rank 5 does not divide the router's 16 experts}}
+  %a, %t = kiln.dispatch_rows %x router %r bias %b top_k 2 groups 1 keep 1 experts_per_rank 5 : (tensor<?x8xf32>, tensor<16x8xbf16>, tensor<16xf32>) -> (tensor<?x8xf32>, tensor<?x1xi32>)
+  return
+}
+
+// -----
+
+func.func @route_words(%x: tensor<?x8xf32>, %r: tensor<64x8xbf16>, %b: tensor<64xf32>) {
+  // expected-error @below {{routes must be [?, 2] (a bit for each of 64 ranks), found [?, 1]}}
+  %a, %t = kiln.dispatch_rows %x router %r bias %b top_k 2 groups 1 keep 1 experts_per_rank 1 : (tensor<?x8xf32>, tensor<64x8xbf16>, tensor<64xf32>) -> (tensor<?x8xf32>, tensor<?x1xi32>)
+  return
+}
+
+// -----
+
+func.func @dispatch_router(%x: tensor<?x8xf32>, %r: tensor<16x4xbf16>, %b: tensor<16xf32>) {
+  // expected-error @below {{router}}
+  %a, %t = kiln.dispatch_rows %x router %r bias %b top_k 2 groups 1 keep 1 experts_per_rank 8 : (tensor<?x8xf32>, tensor<16x4xbf16>, tensor<16xf32>) -> (tensor<?x8xf32>, tensor<?x1xi32>)
+  return
+}
+
+// -----
+
+func.func @combine_foreign_routes(%p: tensor<?x8xf32>, %t: tensor<?x1xi32>) -> tensor<?x8xf32> {
+  // expected-error @below {{routes must be the routes of a kiln.dispatch_rows}}
+  %y = kiln.combine_rows %p routes %t : (tensor<?x8xf32>, tensor<?x1xi32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @shared_own_rows_without_dispatch(%x: tensor<?x8xf32>, %r: tensor<4x8xbf16>, %b: tensor<4xf32>, %g: tensor<4x16x8xbf16>, %d: tensor<4x8x16xbf16>) -> tensor<?x8xf32> {
+  // expected-error @below {{shared_own_rows reads the own rows a kiln.dispatch_rows puts first; the input is not one's rows}}
+  %y = kiln.moe %x router %r bias %b experts %g, %g, %d top_k 2 groups 1 keep 1 scale 1.0 block_size 16 shared_own_rows : (tensor<?x8xf32>, tensor<4x8xbf16>, tensor<4xf32>, tensor<4x16x8xbf16>, tensor<4x16x8xbf16>, tensor<4x8x16xbf16>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}

@@ -218,6 +218,15 @@ func.func @row_exchange(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   return %mine2 : tensor<?x256xf32>
 }
 
+// CHECK-LABEL: func.func @expert_exchange
+func.func @expert_exchange(%x: tensor<?x256xf32>, %r: tensor<64x256xbf16>, %b: tensor<64xf32>) -> tensor<?x256xf32> {
+  // CHECK: %{{.*}}, %{{.*}} = kiln.dispatch_rows %{{.*}} router %{{.*}} bias %{{.*}} top_k 4 groups 1 keep 1 experts_per_rank 8 own_rows : (tensor<?x256xf32>, tensor<64x256xbf16>, tensor<64xf32>) -> (tensor<?x256xf32>, tensor<?x1xi32>)
+  %rows, %routes = kiln.dispatch_rows %x router %r bias %b top_k 4 groups 1 keep 1 experts_per_rank 8 own_rows : (tensor<?x256xf32>, tensor<64x256xbf16>, tensor<64xf32>) -> (tensor<?x256xf32>, tensor<?x1xi32>)
+  // CHECK: kiln.combine_rows %{{.*}} routes %{{.*}} : (tensor<?x256xf32>, tensor<?x1xi32>) -> tensor<?x256xf32>
+  %y = kiln.combine_rows %rows routes %routes : (tensor<?x256xf32>, tensor<?x1xi32>) -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+
 // CHECK-LABEL: func.func @sliced_weights
 func.func @sliced_weights() -> (tensor<4x8x32xbf16>, tensor<64x1xf8E8M0FNU>) {
   // CHECK: kiln.weight "l1.experts.{e}.down" experts_from 4 slice [1, 32] : tensor<4x8x32xbf16>

@@ -55,13 +55,15 @@ TEST_F(Dump, RendersWeightsPlansAndTokenizer) {
                 {"buffer:hidden", std::string("weight:") + EXPERTS,
                  "cache:layers.0.latent", "none", "buffer:logits"}));
   // Parameters by the names Kernels.td gives them.
-  EXPECT_EQ(moe["params"], nlohmann::ordered_json({{"top_k", 8},
-                                                   {"n_group", 2},
-                                                   {"topk_group", 1},
-                                                   {"norm_topk_prob", true},
-                                                   {"block_size", 64},
-                                                   {"scale", 2.5},
-                                                   {"expert_offset", 0}}));
+  EXPECT_EQ(moe["params"],
+            nlohmann::ordered_json({{"top_k", 8},
+                                    {"n_group", 2},
+                                    {"topk_group", 1},
+                                    {"norm_topk_prob", true},
+                                    {"block_size", 64},
+                                    {"scale", 2.5},
+                                    {"expert_offset", 0},
+                                    {"shared_own_rows", false}}));
   // The sample's first kernel, "embed", is not one Kernels.td declares: its
   // stored table's type is shown instead.
   EXPECT_EQ(decode["dispatches"][0]["params"],

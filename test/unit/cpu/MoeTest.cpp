@@ -244,6 +244,36 @@ TEST_P(MoeFormat, ExpertParallelSharesAddUpToTheWhole) {
   }
 }
 
+// sharedRows = k (an all-to-all exchange's own rows first): rows before k
+// are the whole layer's bits, rows from k on those of the layer without its
+// shared expert; the unfused reference agrees.
+TEST_P(MoeFormat, SharedExpertOnTheFirstRowsOnly) {
+  std::mt19937 rng(12);
+  MoeParams p = params(16, 4, 4, 2);
+  MoeFixture f(rng, GetParam(), p, 64, 32, 32);
+  const int64_t T = 9, H = 64;
+  std::vector<float> x = randomFloats(rng, T * H);
+  std::vector<float> whole = fused(2, f, x, T, p);
+  MoeFixture routedOnly = f;
+  routedOnly.weights.sharedGate = routedOnly.weights.sharedUp =
+      routedOnly.weights.sharedDown = WeightView();
+  std::vector<float> routed = fused(2, routedOnly, x, T, p);
+  for (int64_t k : {int64_t(0), int64_t(1), int64_t(5), T}) {
+    MoeParams q = p;
+    q.sharedRows = k;
+    std::vector<float> y = fused(1, f, x, T, q);
+    EXPECT_TRUE(sameBits(y, fused(2, f, x, T, q))) << k << " threads";
+    std::vector<float> want(whole.begin(), whole.begin() + k * H);
+    want.insert(want.end(), routed.begin() + k * H, routed.end());
+    EXPECT_TRUE(sameBits(y, want)) << "sharedRows " << k;
+    ThreadPool pool(2);
+    Arena arena;
+    std::vector<float> unfused(y.size());
+    moeForwardUnfused(pool, x.data(), T, f.weights, q, arena, unfused.data());
+    EXPECT_LE(relL2(y, unfused), 1e-5) << "unfused, sharedRows " << k;
+  }
+}
+
 TEST(Moe, NoAllocationAfterWarmup) {
   std::mt19937 rng(10);
   MoeParams p = params(16, 4, 4, 2);
