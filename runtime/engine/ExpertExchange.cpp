@@ -33,6 +33,23 @@ comm::Counts prefix(const comm::Counts &counts) {
 
 } // namespace
 
+namespace {
+int64_t othersSum(const std::vector<int64_t> &rows, int rank) {
+  int64_t n = 0;
+  for (size_t r = 0; r < rows.size(); ++r)
+    n += int(r) == rank ? 0 : rows[r];
+  return n;
+}
+} // namespace
+
+int64_t ExpertExchange::rowsToPeers(int rank) const {
+  return othersSum(to_, rank);
+}
+
+int64_t ExpertExchange::rowsFromPeers(int rank) const {
+  return othersSum(from_, rank);
+}
+
 comm::Counts ExpertExchange::receivedDispls(int rank, size_t width) const {
   comm::Counts d(from_.size(), 0);
   size_t at = size_t(from_[size_t(rank)]) * width;

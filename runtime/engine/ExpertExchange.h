@@ -66,6 +66,10 @@ public:
   /// dispatch, and sent to each.
   const std::vector<int64_t> &receivedFrom() const { return from_; }
   const std::vector<int64_t> &sentTo() const { return to_; }
+  /// Rows the last dispatch sent to other ranks (its combine receives as
+  /// many back) and received from them (its combine sends as many back).
+  int64_t rowsToPeers(int rank) const;
+  int64_t rowsFromPeers(int rank) const;
 
 private:
   /// Element offsets of each rank's block in the received rows: this

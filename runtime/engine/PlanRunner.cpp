@@ -522,11 +522,19 @@ Status PlanRunner::collective(const Step &s) {
       std::memcpy(f32(out), f32(in), n * sizeof(float));
     return Status::ok();
   }
+  // Bytes this rank sends to the others, for kiln-bench --profile.
+  const int peers = ctx_.comm->size() - 1;
+  auto sent = [&](size_t floats) {
+    if (ctx_.profile && ctx_.profile->enabled)
+      ctx_.profile->sent(s.kernel, int64_t(floats * sizeof(float)));
+  };
   // The fixed-order sum of runtime/comm: the same bits whatever the timing.
-  if (!dataParallel)
+  if (!dataParallel) {
+    const int group = int(s.get<abi::AllReduceParams>().group);
+    sent(n * size_t(group == 0 ? peers : group - 1));
     return ctx_.comm->allReduceSum(comm::Span<const float>(f32(in), n),
-                                   comm::Span<float>(f32(out), n),
-                                   int(s.get<abi::AllReduceParams>().group));
+                                   comm::Span<float>(f32(out), n), group);
+  }
   KILN_ASSIGN_OR_RETURN(
       RowExchange x,
       RowExchange::create(*ctx_.rankTokens, ctx_.rowGroup, collectiveGroup(s)));
@@ -535,10 +543,12 @@ Status PlanRunner::collective(const Step &s) {
   const size_t gathered = size_t(gathered_) * width;
   cpu::Arena::Scope scope(*ctx_.arena);
 
-  if (s.kernel == Kernel::AllGatherRows)
+  if (s.kernel == Kernel::AllGatherRows) {
+    sent(x.gatherSend(rank, width) * size_t(peers));
     return ctx_.comm->allGatherV(
         comm::Span<const float>(f32(in), x.gatherSend(rank, width)),
         comm::Span<float>(f32(out), gathered), x.gatherCounts(width));
+  }
 
   if (s.kernel == Kernel::AllReduce) {
     // A sum inside this rank's group, whose row count differs from other
@@ -552,6 +562,7 @@ Status PlanRunner::collective(const Step &s) {
     size_t total = 0;
     comm::Counts counts = x.partCounts(width, total);
     float *all = ctx_.arena->alloc<float>(int64_t(std::max<size_t>(total, 1)));
+    sent(mine * size_t(peers));
     KILN_RETURN_IF_ERROR(
         ctx_.comm->allGatherV(comm::Span<const float>(f32(in), mine),
                               comm::Span<float>(all, total), counts));
@@ -563,6 +574,10 @@ Status PlanRunner::collective(const Step &s) {
   // reduce_scatter_rows.
   comm::Counts sendCounts, sendDispls, recvCounts, recvDispls;
   x.scatterCounts(width, mine, sendCounts, sendDispls, recvCounts, recvDispls);
+  size_t toPeers = 0;
+  for (size_t r = 0; r < sendCounts.size(); ++r)
+    toPeers += int(r) == rank ? 0 : sendCounts[r];
+  sent(toPeers);
   const size_t size = size_t(x.ranks());
   float *parts =
       ctx_.arena->alloc<float>(int64_t(std::max<size_t>(size * mine, 1)));
@@ -583,9 +598,13 @@ Status PlanRunner::exchangeRows(const Step &s) {
   comm::Communicator *comm = multiRank ? ctx_.comm : nullptr;
   const uint32_t x = s.args[0].index();
   const int64_t width = plan_->buffers()[x].rowElems;
-  if (s.kernel == Kernel::CombineRows)
+  const int rank = comm ? comm->rank() : 0;
+  if (s.kernel == Kernel::CombineRows) {
+    if (ctx_.profile && ctx_.profile->enabled)
+      ctx_.profile->sent(s.kernel, exchange_.rowsFromPeers(rank) * width * 4);
     return exchange_.combine(comm, f32(x), i32(s.args[1].index()), tokens_,
                              width, *ctx_.arena, f32(s.args[2].index()));
+  }
   ExpertExchange::Dispatch d;
   d.x = f32(x);
   d.tokens = tokens_;
@@ -598,9 +617,12 @@ Status PlanRunner::exchangeRows(const Step &s) {
   const auto &params = s.get<abi::DispatchRowsParams>();
   d.expertsPerRank = params.expertsPerRank;
   d.ownRows = params.ownRows;
-  return exchange_.dispatch(comm, *ctx_.pool, *ctx_.arena, d,
-                            i32(s.args[4].index()), f32(s.args[3].index()),
-                            capGathered_, routed_);
+  KILN_RETURN_IF_ERROR(exchange_.dispatch(
+      comm, *ctx_.pool, *ctx_.arena, d, i32(s.args[4].index()),
+      f32(s.args[3].index()), capGathered_, routed_));
+  if (ctx_.profile && ctx_.profile->enabled)
+    ctx_.profile->sent(s.kernel, exchange_.rowsToPeers(rank) * width * 4);
+  return Status::ok();
 }
 
 } // namespace kiln::engine

@@ -23,14 +23,20 @@ struct StepProfile {
   bool enabled = false;
   std::array<double, kKinds> seconds{};
   std::array<int64_t, kKinds> calls{};
+  /// Bytes the collectives sent to other ranks (not to this one).
+  std::array<int64_t, kKinds> bytesSent{};
 
   void add(abi::Kernel kernel, double s) {
     seconds[size_t(kernel)] += s;
     calls[size_t(kernel)] += 1;
   }
+  void sent(abi::Kernel kernel, int64_t bytes) {
+    bytesSent[size_t(kernel)] += bytes;
+  }
   void reset() {
     seconds.fill(0);
     calls.fill(0);
+    bytesSent.fill(0);
   }
 };
 

@@ -418,12 +418,13 @@ base = os.path.join(args.work, f"ep{n}.kiln")
 bench = run(MPIRUN + ["-np", str(n), tool("kiln-bench"), base, "--profile",
                       "--results", os.devnull, "--decode-tokens", "8"])
 rows = [line.split() for line in bench.stdout.splitlines()]
-ranks_seen = [r[0] for r in rows if len(r) == 3 and r[0].isdigit()]
+ranks_seen = [r[0] for r in rows if len(r) == 4 and r[0].isdigit()]
 report(bench.returncode == 0 and
        "communication us/step" in bench.stdout and
+       "sent to peers KB/step" in bench.stdout and
        ranks_seen[:n] == [str(r) for r in range(n)],
-       f"kiln-bench --profile under mpirun -np {n}: per-rank compute and "
-       f"communication rows for ranks {ranks_seen[:n]}")
+       f"kiln-bench --profile under mpirun -np {n}: per-rank compute, "
+       f"communication and bytes-sent rows for ranks {ranks_seen[:n]}")
 
 
 kill_ranks(os.path.join(args.work, "ep2.kiln"), "")

@@ -117,9 +117,10 @@ Prefill and decode speed of a Kiln artifact on this machine.
 /// rank), gathered to rank 0.
 void printRankTimes(const engine::StepProfile &p, int64_t steps,
                     comm::Communicator &comm) {
-  double total = 0, collective = 0;
+  double total = 0, collective = 0, sent = 0;
   for (size_t k = 0; k < p.kKinds; ++k) {
     total += p.seconds[k];
+    sent += double(p.bytesSent[k]);
     abi::Kernel kind = abi::Kernel(k);
     // dispatch_rows also routes its rows (a router GEMV) before it sends.
     if (kind == abi::Kernel::AllReduce || kind == abi::Kernel::AllGatherRows ||
@@ -129,18 +130,18 @@ void printRankTimes(const engine::StepProfile &p, int64_t steps,
   }
   std::vector<int64_t> mine = {
       int64_t((total - collective) / double(steps) * 1e9),
-      int64_t(collective / double(steps) * 1e9)};
-  std::vector<int64_t> all(2 * size_t(comm.size()));
+      int64_t(collective / double(steps) * 1e9), int64_t(sent / double(steps))};
+  std::vector<int64_t> all(3 * size_t(comm.size()));
   Status s = comm.allGather(mine, all);
   if (!s.isOk()) {
     std::fprintf(stderr, "kiln-bench: %s\n", s.toString().c_str());
     return;
   }
-  std::printf("    %-6s %16s %22s\n", "rank", "compute us/step",
-              "communication us/step");
+  std::printf("    %-6s %16s %22s %20s\n", "rank", "compute us/step",
+              "communication us/step", "sent to peers KB/step");
   for (int r = 0; r < comm.size(); ++r)
-    std::printf("    %-6d %16.1f %22.1f\n", r, double(all[2 * r]) / 1e3,
-                double(all[2 * r + 1]) / 1e3);
+    std::printf("    %-6d %16.1f %22.1f %20.1f\n", r, double(all[3 * r]) / 1e3,
+                double(all[3 * r + 1]) / 1e3, double(all[3 * r + 2]) / 1e3);
 }
 
 /// Prints the time per kernel kind that `model` collected over `steps`
