@@ -2,7 +2,11 @@
 //
 // kv_append: one launch. gqa_attention: one launch, a workgroup per (token,
 // query head). mla_attention: three launches through two scratch buffers
-// (absorb q -> q_lat, attend over the latent cache -> o_lat, up-project).
+// (absorb q -> q_lat, attend over the latent cache -> o_lat, up-project);
+// in a decode plan the attention splits each (token, head)'s keys over sp
+// workgroups (flash decoding: a batch-1 step of 64 heads is otherwise 64
+// workgroups for 256 CUs) and a fourth launch merges the splits' softmax
+// states before the up-projection.
 // indexer_top_k: score every causal position into a per-position scratch,
 // then select the top k per token. Kernel arguments and params:
 // passes/codegen/rocdl/AttentionKernels.cpp and KernelParams.def.
@@ -117,8 +121,14 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
     return std::nullopt;
   }
 
-  // Decode has a handful of rows: a token per workgroup.
-  int64_t tt = c.plan.name == "decode" ? 1 : 8;
+  // Decode has a handful of rows: a token per workgroup, and each
+  // (token, head)'s keys split over sp workgroups: one 256-key tile each
+  // (the top-k list: 2,048 keys for GLM-5.2, 8 splits), 8 without a list.
+  const bool decode = c.plan.name == "decode";
+  int64_t tt = decode ? 1 : 8;
+  int64_t sp = !decode ? 0
+               : k     ? std::clamp<int64_t>(ceilDiv(k, kRowBlock), 2, 16)
+                       : 8;
   MlaAttentionParams shape;
   shape.h = h;
   shape.n = n;
@@ -126,9 +136,12 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   shape.v = v;
   shape.l = l;
   GpuDispatchLowering lowering;
-  // Scratch 0: q_lat [R, h, l + r]; scratch 1: o_lat [R, h, l].
+  // Scratch 0: q_lat [R, h, l + r]; scratch 1: o_lat [R, h, l]; with key
+  // splits, scratch 2: [R, h, sp, l + 2] (each split's max, sum, values).
   lowering.scratch = {GpuScratchSpec{4 * h * (l + r), 0, 0},
                       GpuScratchSpec{4 * h * l, 0, 0}};
+  if (sp)
+    lowering.scratch.push_back(GpuScratchSpec{4 * h * sp * (l + 2), 0, 0});
 
   MlaAttentionParams absorbParams = shape;
   absorbParams.s = 0;
@@ -149,14 +162,23 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   attendParams.scale = p.scale;
   // 128 VGPRs: small shapes unroll the key loops into more than 64.
   attendParams.waves = 4;
+  attendParams.sp = sp;
   GpuLaunchSpec attend;
   attend.spec = makeSpec(attendParams);
-  attend.grid = {gridPerRow(), gridFixed(h), gridFixed(1)};
+  attend.grid = {gridPerRow(), gridFixed(h), gridFixed(sp ? sp : 1)};
   attend.args = {argScratch(0), argData(3), argData(4), argData(5)};
   if (k)
     attend.args.push_back(argData(6));
-  attend.args.push_back(argScratch(1));
+  attend.args.push_back(argScratch(sp ? 2 : 1));
   appendPaging(attend.args);
+
+  MlaAttentionParams combineParams = shape;
+  combineParams.s = 3;
+  combineParams.sp = sp;
+  GpuLaunchSpec combine;
+  combine.spec = makeSpec(combineParams);
+  combine.grid = {gridPerRow(), gridFixed(h), gridFixed(1)};
+  combine.args = {argScratch(2), argScratch(1)};
 
   MlaAttentionParams expandParams = shape;
   expandParams.s = 2;
@@ -173,7 +195,10 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   expand.args.push_back(argData(7));
   expand.args.push_back(argRows());
 
-  lowering.launches = {std::move(absorb), std::move(attend), std::move(expand)};
+  lowering.launches = {std::move(absorb), std::move(attend)};
+  if (sp)
+    lowering.launches.push_back(std::move(combine));
+  lowering.launches.push_back(std::move(expand));
   return lowering;
 }
 

@@ -333,6 +333,11 @@ struct AttentionKernel : KernelBody {
     Paging paging;
     // Workgroup buffers.
     Value qs, weights, rows, redMax, redSum, partial;
+    /// Key splits (flash decoding): with keySplits > 1 workgroup z of the
+    /// grid's third axis attends keys [z c, (z + 1) c), c = ceil(keys /
+    /// keySplits), and writes [max, sum, unnormalized values] to `out` at
+    /// ((t qHeads + h) keySplits + z) (valueDim + 2).
+    int64_t keySplits = 0;
   };
   /// Workgroup buffer types of attend(), in Attend's order.
   SmallVector<Type> attendBuffers(int64_t keyDim, int64_t valueDim);
@@ -341,6 +346,7 @@ struct AttentionKernel : KernelBody {
   void mlaAttend();
   void mlaAbsorb();
   void mlaExpand();
+  void mlaCombine();
   void build();
 
   // -- Indexer (IndexerKernels.cpp) ------------------------------------------

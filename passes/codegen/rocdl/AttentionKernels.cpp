@@ -100,6 +100,14 @@ void AttentionKernel::attend(const Attend &a) {
   IrIndex tid = ir.threadId();
   Value seq = ir.load(a.seqs, t), pos = ir.load(a.positions, t);
   IrIndex n = a.listWidth ? c(a.listWidth) : index(pos) + 1;
+  // This workgroup's keys [first, last): all of them, or split z's share.
+  IrIndex first = c(0), last = n;
+  if (a.keySplits > 1) {
+    IrIndex z = ir.blockId(gpu::Dimension::z);
+    IrIndex chunk = (n + (a.keySplits - 1)) / a.keySplits;
+    first = ir.min(z * chunk, n);
+    last = ir.min(first + chunk, n);
+  }
   IrIndex kvHead = h / (a.qHeads / a.kvHeads);
   IrIndex keyCol = kvHead * a.keyDim, valueCol = kvHead * a.valueDim;
 
@@ -121,11 +129,11 @@ void AttentionKernel::attend(const Attend &a) {
   SmallVector<Value> init = {negInf(), zero};
   init.append(cols, zero);
   SmallVector<Value> state =
-      ir.forLoop(c(0), n, wg(), init, [&](IrIndex j0, ValueRange carried) {
+      ir.forLoop(first, last, wg(), init, [&](IrIndex j0, ValueRange carried) {
         Value m = carried[0], l = carried[1];
         IrIndex j = j0 + tid;
-        Value valid = ir.ult(j, n);
-        IrIndex jc = ir.min(j, n - 1);
+        Value valid = ir.ult(j, last);
+        IrIndex jc = ir.min(j, last - 1);
         IrIndex position = jc;
         if (a.listWidth) {
           Value listed = ir.load(a.list, t * a.listWidth + jc);
@@ -172,7 +180,7 @@ void AttentionKernel::attend(const Attend &a) {
         SmallVector<Value> acc;
         for (int64_t i = 0; i < cols; ++i)
           acc.push_back(mulf(carried[2 + i], corr));
-        IrIndex count = ir.min(c(wg()), n - j0);
+        IrIndex count = ir.min(c(wg()), last - j0);
         IrIndex start = ir.idx(select(active, sub, count));
         SmallVector<Type> types(cols, f32());
         acc = ir.forLoop(
@@ -220,6 +228,22 @@ void AttentionKernel::attend(const Attend &a) {
       }
   }
   Value l = state[1];
+  if (a.keySplits > 1) {
+    // The split's softmax state, unnormalized: stage 3 adds the splits.
+    IrIndex z = ir.blockId(gpu::Dimension::z);
+    IrIndex base = ((t * a.qHeads + h) * a.keySplits + z) * (a.valueDim + 2);
+    ir.ifThen(cmpi(arith::CmpIPredicate::eq, tid, c(0)), [&] {
+      ir.store(state[0], a.out, base);
+      ir.store(l, a.out, base + 1);
+    });
+    for (int64_t i = 0; i < cols; ++i) {
+      IrIndex col = ct + i * colThreads;
+      Value ok = andi(cmpi(arith::CmpIPredicate::eq, sub, c(0)),
+                      ir.ult(col, c(a.valueDim)));
+      ir.ifThen(ok, [&] { ir.store(acc[i], a.out, base + 2 + col); });
+    }
+    return;
+  }
   Value inv = select(cmpf(arith::CmpFPredicate::OGT, l, ir.f32(0.0f)),
                      arith::DivFOp::create(b, ir.f32(1.0f), l), ir.f32(0.0f));
   IrIndex outBase = (t * a.qHeads + h) * a.valueDim;
@@ -279,7 +303,9 @@ void AttentionKernel::mlaAttend() {
                             ir.activations(i32(), 1)};
   if (k)
     args.push_back(ir.activations(i32(), k));
-  args.push_back(ir.activations(f32(), h * l));
+  // o_lat, or with key splits each split's [max, sum, values].
+  int64_t splits = p.sp > 1 ? int64_t(p.sp) : 0;
+  args.push_back(ir.activations(f32(), splits ? h * splits * (l + 2) : h * l));
   args.append(pagingTypes());
   auto fn = createKernelFunc(b, module, spec, args, attendBuffers(l + r, l));
   auto wb = fn.getWorkgroupAttributions();
@@ -306,8 +332,55 @@ void AttentionKernel::mlaAttend() {
            wb[2],
            wb[3],
            wb[4],
-           wb[5]};
+           wb[5],
+           splits};
   attend(a);
+}
+
+/// Stage 3: o_lat[t, h] = the key splits' softmax states merged in split
+/// order: M = max m_z, o = sum_z e^(m_z - M) acc_z / sum_z e^(m_z - M) l_z
+/// (empty splits, m_z = -inf, add nothing). Grid (R, h), a thread per
+/// latent column.
+void AttentionKernel::mlaCombine() {
+  auto p = params<MlaAttentionParams>(spec);
+  int64_t h = p.h, l = p.l, sp = p.sp;
+  auto fn = createKernelFunc(
+      b, module, spec,
+      {ir.activations(f32(), h * sp * (l + 2)), ir.activations(f32(), h * l)});
+  Value parts = fn.getArgument(0), out = fn.getArgument(1);
+  IrIndex t = ir.blockId(gpu::Dimension::x);
+  IrIndex head = ir.blockId(gpu::Dimension::y);
+  IrIndex base = (t * h + head) * sp * (l + 2);
+  // The splits' maxima and sums, read once; each split's weight
+  // e^(m_z - M) computed once (sp is a compile-time constant).
+  Value zero = ir.f32(0.0f);
+  SmallVector<Value> maxima, sums;
+  for (int64_t z = 0; z < sp; ++z) {
+    maxima.push_back(ir.load(parts, base + z * (l + 2)));
+    sums.push_back(ir.load(parts, base + z * (l + 2) + 1));
+  }
+  Value most = negInf();
+  for (Value m : maxima)
+    most = arith::MaxNumFOp::create(b, most, m);
+  Value none = cmpf(arith::CmpFPredicate::OEQ, most, negInf());
+  SmallVector<Value> weights;
+  Value sum = zero;
+  for (int64_t z = 0; z < sp; ++z) {
+    Value empty = cmpf(arith::CmpFPredicate::OEQ, maxima[z], negInf());
+    weights.push_back(select(ori(none, empty), zero,
+                             exp(arith::SubFOp::create(b, maxima[z], most))));
+    sum = addf(sum, mulf(weights[z], sums[z]));
+  }
+  Value inv = select(cmpf(arith::CmpFPredicate::OGT, sum, zero),
+                     arith::DivFOp::create(b, ir.f32(1.0f), sum), zero);
+  ir.forLoop(ir.threadId(), c(l), wg(), {}, [&](IrIndex col, ValueRange) {
+    Value o = zero;
+    for (int64_t z = 0; z < sp; ++z)
+      o = addf(o,
+               mulf(weights[z], ir.load(parts, base + z * (l + 2) + 2 + col)));
+    ir.store(mulf(o, inv), out, (t * h + head) * l + col);
+    return SmallVector<Value>();
+  });
 }
 
 /// Stage 0: q_lat = [W_UK_h^T q_nope | q_pe] for tt tokens of one head;
@@ -446,8 +519,10 @@ void AttentionKernel::build() {
       mlaAbsorb();
     else if (params<MlaAttentionParams>(spec).s == 1)
       mlaAttend();
-    else
+    else if (params<MlaAttentionParams>(spec).s == 2)
       mlaExpand();
+    else
+      mlaCombine();
     break;
   case KernelKind::IndexerTopK:
     if (params<IndexerTopKParams>(spec).s == 0)

@@ -39,6 +39,8 @@ int64_t ldsBytes(const KernelSpec &spec) {
       return 4 * p.tt * p.n;
     if (p.s == 2)
       return 4 * p.tt * p.l;
+    if (p.s == 3)
+      return 0;
     return attendLdsBytes(wg, p.l + p.r, p.l);
   }
   case KernelKind::GqaAttention: {
@@ -103,9 +105,16 @@ std::string kiln::rocdl::validateAttentionSpec(const KernelSpec &spec) {
     positive("r", p.r);
     positive("v", p.v);
     positive("l", p.l);
-    need(p.s <= 2, "stage s must be 0, 1 or 2, got " + str(p.s));
+    need(p.s <= 3, "stage s must be 0, 1, 2 or 3, got " + str(p.s));
+    need(p.sp >= 0 && p.sp <= 64,
+         "key splits sp must be 0 to 64, got " + str(p.sp));
     if (p.s == 1) {
       flag("bf", p.bf);
+      break;
+    }
+    if (p.s == 3) {
+      need(p.sp >= 2,
+           "the combine stage needs sp >= 2 key splits, got " + str(p.sp));
       break;
     }
     positive("tt", p.tt);

@@ -274,6 +274,8 @@ struct MlaShape {
   int wf; // 0 f32, 1 bf16, 2 mxfp4, 3 fp8 block-128
   bool bf16Cache, topk;
   int64_t tt;
+  int64_t sp = 0; // key splits of the attention (decode plans), merged by
+                  // the combine stage
 };
 
 class MlaTest : public ::testing::TestWithParam<MlaShape> {};
@@ -417,6 +419,32 @@ TEST_P(MlaTest, MatchesCpu) {
   appendPaging(args);
   ASSERT_EQ(interp::runKernel(attend, {tokens(), s.h, 1}, args), "");
   std::vector<float> oLatRight = oLat;
+  if (s.sp > 1) {
+    // Flash decoding: each (token, head)'s keys over sp workgroups (some
+    // empty for the short rows, one straddling the 256-key tile for the
+    // long ones), then the combine; close to the one-pass result.
+    MlaAttentionParams splitParams = attendParams, combineParams = shape;
+    splitParams.sp = s.sp;
+    combineParams.s = 3;
+    combineParams.sp = s.sp;
+    KernelSpec split = makeSpec(splitParams), combine = makeSpec(combineParams);
+    ASSERT_EQ(split.validate(), "");
+    ASSERT_EQ(combine.validate(), "");
+    std::vector<float> parts(size_t(tokens() * s.h * s.sp * (s.l + 2)), NAN);
+    std::vector<KernelArg> splitArgs(args.begin(), args.end());
+    splitArgs[s.topk ? 5 : 4] = KernelArg::of(parts);
+    ASSERT_EQ(interp::runKernel(split, {tokens(), s.h, s.sp}, splitArgs), "");
+    std::vector<float> merged(oLat.size(), NAN);
+    ASSERT_EQ(interp::runKernel(combine, {tokens(), s.h, 1},
+                                {KernelArg::of(parts), KernelArg::of(merged)}),
+              "");
+    double splitErr = relativeError(merged, oLatRight);
+    std::printf("mla sp%lld: o_lat within %.3g of one pass\n", (long long)s.sp,
+                splitErr);
+    EXPECT_LE(splitErr, 1e-5);
+    oLatRight = merged; // the rest of the stages run on the merged result
+    oLat = merged;
+  }
   // Negative check: a wrong scale in the attention is caught.
   MlaAttentionParams wrongParams = attendParams;
   wrongParams.scale = a.scale * 1.5f;
@@ -455,7 +483,12 @@ INSTANTIATE_TEST_SUITE_P(
                       MlaShape{2, 192, 64, 256, 512, 2, true, true, 8},
                       MlaShape{2, 192, 64, 256, 512, 1, false, false, 1},
                       MlaShape{3, 16, 8, 12, 200, 3, true, true, 4},
-                      MlaShape{2, 192, 64, 256, 512, 3, false, true, 8}));
+                      MlaShape{2, 192, 64, 256, 512, 3, false, true, 8},
+                      // Key splits: the fixture's decode (2), GLM-5.2's (8),
+                      // more splits than some rows have keys (16).
+                      MlaShape{3, 16, 8, 12, 64, 1, true, true, 1, 2},
+                      MlaShape{2, 192, 64, 256, 512, 2, true, true, 1, 8},
+                      MlaShape{3, 16, 8, 12, 200, 0, false, false, 1, 16}));
 
 // -- Indexer
 // -------------------------------------------------------------------
