@@ -3,8 +3,9 @@
 // A roofline per dispatch: the bytes it moves through HBM and the FLOPs it
 // runs on each unit, against a chip's published peaks. The predicted time
 // of a dispatch is max(bytes / bandwidth, sum over units of flops / peak),
-// plus a fixed launch cost: what a kernel at the roofline would take, not
-// what today's kernels take. It is a prediction and says so
+// divided by the share of the chip's compute units its widest launch
+// occupies, plus a fixed launch cost: what a kernel at the roofline would take,
+// not what today's kernels take. It is a prediction and says so
 // (docs/cost-model.md has the sources and the assumptions).
 //
 //===----------------------------------------------------------------------===//
@@ -35,6 +36,8 @@ struct Chip {
   std::array<double, kUnits> flopsPerS; // by Unit; 0: the unit is absent
   double launchS;                       // per kernel launch
   double hbmBytes;                      // memory per GPU
+  int computeUnits;                     // CUs: a launch of fewer
+                                        // workgroups leaves some idle
 };
 
 /// gfx950 (MI355X) or gfx942 (MI300X); null for another name.
@@ -57,7 +60,10 @@ struct Time {
 
 /// The roofline time of `work` on `chip`. Work on a unit the chip lacks
 /// runs on the next one down (MXFP4 on gfx942: dequantized to BF16).
-Time predict(const Chip &chip, const Work &work);
+/// `occupancy` in (0, 1]: the share of the chip the work can use (a
+/// launch of W workgroups on C compute units: min(1, W / C)); bandwidth and
+/// throughput scale with it.
+Time predict(const Chip &chip, const Work &work, double occupancy = 1.0);
 
 } // namespace kiln::cost
 

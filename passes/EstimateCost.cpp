@@ -23,6 +23,11 @@
 //  * all_reduce, all_gather_rows, reduce_scatter_rows: their buffers only
 //    (the link between GPUs is not modelled; gathered rows count as B).
 //
+// With the launches kiln-lower-gpu-launches records, each costs its launch
+// time, and a dispatch whose widest launch has W workgroups, fewer than the
+// chip's C compute units, runs at W / C of the roofline (grid axes
+// evaluated at B rows, also for axes that count another argument's rows).
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/CostModel.h"
@@ -206,6 +211,29 @@ struct Estimator {
   }
 };
 
+/// Workgroups of the dispatch's widest launch at `rows` rows; 0 without
+/// recorded launches.
+int64_t widestLaunch(ArrayAttr launches, int64_t rows) {
+  int64_t widest = 0;
+  if (!launches)
+    return 0;
+  for (Attribute a : launches) {
+    auto launch = dyn_cast<GpuLaunchAttr>(a);
+    if (!launch)
+      continue;
+    ArrayRef<int64_t> grid = launch.getGrid();
+    int64_t n = 1;
+    for (size_t i = 0; i + GpuLaunchAttr::kAxisFields <= grid.size();
+         i += GpuLaunchAttr::kAxisFields) {
+      int64_t mul = grid[i], add = grid[i + 1],
+              div = std::max<int64_t>(1, grid[i + 2]);
+      n *= std::max<int64_t>(1, (rows * mul + add + div - 1) / div);
+    }
+    widest = std::max(widest, n);
+  }
+  return widest;
+}
+
 struct Row {
   int count = 0;
   double bytes = 0, flops = 0, seconds = 0;
@@ -271,9 +299,12 @@ struct EstimateCostPass
     int launches = 0;
     for (auto d : planOp.getBody().front().getOps<DispatchOp>()) {
       cost::Work w = est.work(d);
-      cost::Time t = cost::predict(c, w);
       // One launch each unless kiln-lower-gpu-launches said how many.
       ArrayAttr gpu = d.getGpuLaunchesAttr();
+      const int64_t widest = widestLaunch(gpu, batch);
+      const double occupancy =
+          widest > 0 ? std::min(1.0, double(widest) / c.computeUnits) : 1.0;
+      cost::Time t = cost::predict(c, w, occupancy);
       const int n = gpu ? int(gpu.size()) : 1;
       t.launchS *= n;
       launches += n;
@@ -295,7 +326,10 @@ struct EstimateCostPass
       os << d.getKernel() << " " << label(est, d) << " ("
          << (t.memoryBound() ? "memory" : "compute") << "-bound, "
          << llvm::format("%.2f", w.bytes / 1e6) << " MB, "
-         << llvm::format("%.3f", flops / 1e9) << " GFLOP)";
+         << llvm::format("%.3f", flops / 1e9) << " GFLOP";
+      if (occupancy < 1)
+        os << ", " << widest << " workgroups for " << c.computeUnits << " CUs";
+      os << ")";
       slow.push_back({t.totalS(), what});
     }
     llvm::raw_ostream &os = llvm::outs();

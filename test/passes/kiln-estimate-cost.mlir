@@ -2,7 +2,11 @@
 // With the GPU launches in the plan (kiln-lower-gpu-launches), each launch
 // costs its 5 us: matmul 1, moe 5 (route, align, gate/up, down, combine),
 // mla_attention 4 in a decode plan (absorb, attend split over the keys,
-// merge the splits, up-project).
+// merge the splits, up-project); and a dispatch whose widest launch has W
+// workgroups runs at W / 304 of the MI300X's roofline: matmul 16 (1024 /
+// 64 columns) -> 0.80 us x 19 + 5 = 20.1; moe gate/up 16 x ceil((2 x 2 +
+// 120) / 16) = 128 -> 2.09 x 304 / 128 + 25 = 30.0; MLA attention 2 rows x
+// 4 heads x 8 splits = 64 -> 6.04 x 304 / 64 + 20 = 48.7.
 // RUN: kiln-opt %s -kiln-lower-gpu-launches -kiln-estimate-cost="chip=gfx942 batch=2 context=99999" -o /dev/null | FileCheck %s --check-prefix=LAUNCHES
 // RUN: not kiln-opt %s -kiln-estimate-cost="chip=gfx1100" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not kiln-opt %s -kiln-estimate-cost="plan=prefill" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PLAN
@@ -29,10 +33,14 @@
 // CHECK: moe                   1        11.06        0.013          7.1
 // CHECK: flops by unit: bf16-mfma 0.021 GFLOP fp8-mfma 0.000 GFLOP mxfp4-mfma 0.000 GFLOP vector 0.230 GFLOP
 // CHECK: step: 3 dispatches, 47.29 MB, predicted 23.9 us (15.0 us of it 3 launches)
-// LAUNCHES: matmul                1         4.22        0.008          5.8
-// LAUNCHES: mla_attention         1        32.01        0.230         26.0
-// LAUNCHES: moe                   1        11.06        0.013         27.1
-// LAUNCHES: step: 3 dispatches, 47.29 MB, predicted 58.9 us (50.0 us of it 10 launches)
+// LAUNCHES: matmul                1         4.22        0.008         20.1
+// LAUNCHES: mla_attention         1        32.01        0.230         48.7
+// LAUNCHES: moe                   1        11.06        0.013         30.0
+// LAUNCHES: step: 3 dispatches, 47.29 MB, predicted 98.8 us (50.0 us of it 10 launches)
+// LAUNCHES: slowest dispatches:
+// LAUNCHES-NEXT: 48.7 us  mla_attention {{.*}} (memory-bound, 32.01 MB, 0.230 GFLOP, 64 workgroups for 304 CUs)
+// LAUNCHES-NEXT: 30.0 us  moe {{.*}}, 128 workgroups for 304 CUs)
+// LAUNCHES-NEXT: 20.1 us  matmul {{.*}}, 16 workgroups for 304 CUs)
 // CHECK: slowest dispatches:
 // CHECK-NEXT: 11.0 us  mla_attention model.layers.2.self_attn.kv_b_proj.weight (memory-bound, 32.01 MB, 0.230 GFLOP)
 // CHECK-NEXT: 7.1 us  moe model.layers.1.mlp.gate.weight (memory-bound, 11.06 MB, 0.013 GFLOP)
