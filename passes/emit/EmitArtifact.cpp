@@ -154,7 +154,8 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
   KILN_ASSIGN_OR_RETURN(
       ProgramSpec program,
       buildPrograms(module, options.hostKernels && cpu,
-                    chips.empty() ? std::string() : options.targets));
+                    chips.empty() ? std::string() : options.targets,
+                    options.decodeAttention));
   KILN_ASSIGN_OR_RETURN(auto gpuLaunches, readGpuLaunches(module));
 
   std::string dir = checkpointDir;

@@ -43,6 +43,10 @@ struct CompileOptions {
   int tensorParallel = 1;
   /// kiln-compile --dp-attention (ModelConfig.attention_data_parallel).
   bool attentionDataParallel = false;
+  /// GPU targets: MLA attention in decode plans, "vector" (a workgroup per
+  /// (token, head), keys split) or "mfma" (16 heads a workgroup on the
+  /// matrix units); kiln-compile --gpu-decode-attention.
+  std::string decodeAttention = "vector";
 };
 
 /// Lowers the fused module to execution plans, streams the weights from

@@ -35,6 +35,11 @@ def KilnLowerGpuLaunchesPass
     Option<"targets", "targets", "std::string", "\"cpu,gfx950\"",
            "the artifact's targets (kiln-compile --target): with cpu a "
            "dispatch may stay on the host">,
+    Option<"decodeAttention", "decode-attention", "std::string",
+           "\"vector\"",
+           "MLA attention in decode plans: vector (a workgroup per (token, "
+           "head), its keys split over workgroups) or mfma (16 heads a "
+           "workgroup on f32 MFMAs, sharing the latent rows they read)">,
   ];
   let dependentDialects = ["::kiln::plan::PlanDialect"];
 }

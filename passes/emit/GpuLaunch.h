@@ -119,6 +119,10 @@ struct GpuDispatchContext {
   const ProgramSpec &program;
   /// Each program weight's form (storedForm).
   const std::vector<StoredForm> &weights;
+  /// MLA attention of decode plans on the matrix units (16 heads a
+  /// workgroup) where its shape allows; kiln-lower-gpu-launches
+  /// decode-attention=mfma.
+  bool mfmaDecodeAttention = false;
 
   size_t argCount() const { return dispatch.args.size(); }
   bool isBuffer(size_t i) const;

@@ -125,6 +125,10 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   // (token, head)'s keys split over sp workgroups: one 256-key tile each
   // (the top-k list: 2,048 keys for GLM-5.2, 8 splits), 8 without a list.
   const bool decode = c.plan.name == "decode";
+  // 16 heads a workgroup on f32 MFMAs: 16-dim chunks of the key width,
+  // 16-column tiles for each of the 4 waves.
+  const bool mfma = decode && c.mfmaDecodeAttention && (l + r) % kTile == 0 &&
+                    l % (4 * kTile) == 0;
   int64_t tt = decode ? 1 : 8;
   int64_t sp = !decode ? 0
                : k     ? std::clamp<int64_t>(ceilDiv(k, kRowBlock), 2, 16)
@@ -162,10 +166,14 @@ std::optional<GpuDispatchLowering> lowerMla(const GpuDispatchContext &c) {
   attendParams.scale = p.scale;
   // 128 VGPRs: small shapes unroll the key loops into more than 64.
   attendParams.waves = 4;
-  attendParams.sp = sp;
+  if (sp)
+    attendParams.sp = sp;
+  if (mfma)
+    attendParams.mf = 1;
   GpuLaunchSpec attend;
   attend.spec = makeSpec(attendParams);
-  attend.grid = {gridPerRow(), gridFixed(h), gridFixed(sp ? sp : 1)};
+  attend.grid = {gridPerRow(), gridFixed(mfma ? ceilDiv(h, kTile) : h),
+                 gridFixed(sp ? sp : 1)};
   attend.args = {argScratch(0), argData(3), argData(4), argData(5)};
   if (k)
     attend.args.push_back(argData(6));

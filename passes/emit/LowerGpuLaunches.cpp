@@ -77,6 +77,11 @@ struct LowerGpuLaunchesPass
                          << "' name no GPU: nothing to lower";
       return signalPassFailure();
     }
+    if (decodeAttention != "vector" && decodeAttention != "mfma") {
+      module.emitError() << "decode-attention '" << decodeAttention
+                         << "', expected vector or mfma";
+      return signalPassFailure();
+    }
     const bool cpu = targetsIncludeCpu(targets);
     Result<ProgramSpec> program = readPrograms(module);
     if (!program.isOk()) {
@@ -99,8 +104,8 @@ struct LowerGpuLaunchesPass
         const DispatchSpec &d = plan.dispatches[index];
         op.removeGpuLaunchesAttr();
         op.removeGpuScratchAttr();
-        std::optional<GpuDispatchLowering> lowering =
-            lowerGpuDispatch({plan, d, *program, forms});
+        std::optional<GpuDispatchLowering> lowering = lowerGpuDispatch(
+            {plan, d, *program, forms, decodeAttention == "mfma"});
         if (!lowering) {
           if (!cpu) {
             op.emitError() << "plan '" << plan.name << "' dispatch " << index

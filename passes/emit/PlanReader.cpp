@@ -123,8 +123,10 @@ Result<ProgramSpec> kiln::emit::readPrograms(ModuleOp module) {
   return program;
 }
 
-Result<ProgramSpec> kiln::emit::buildPrograms(ModuleOp module, bool hostKernels,
-                                              const std::string &gpuTargets) {
+Result<ProgramSpec>
+kiln::emit::buildPrograms(ModuleOp module, bool hostKernels,
+                          const std::string &gpuTargets,
+                          const std::string &decodeAttention) {
   MLIRContext *context = module.getContext();
   std::string errors;
   ScopedDiagnosticHandler handler(context, [&](Diagnostic &d) {
@@ -141,6 +143,7 @@ Result<ProgramSpec> kiln::emit::buildPrograms(ModuleOp module, bool hostKernels,
   if (!gpuTargets.empty()) {
     KilnLowerGpuLaunchesPassOptions gpu;
     gpu.targets = gpuTargets;
+    gpu.decodeAttention = decodeAttention;
     pm.addPass(createKilnLowerGpuLaunchesPass(gpu));
   }
   if (failed(pm.run(module)))

@@ -131,6 +131,15 @@ static cl::opt<std::string> moeExchange(
              "on each rank for its own rows; --tp 1, CPU ranks)"),
     cl::init("gather"), cl::cat(category));
 
+static cl::opt<std::string> gpuDecodeAttention(
+    "gpu-decode-attention",
+    cl::desc("GPU targets: MLA attention in decode plans, vector (default: "
+             "a workgroup per (token, head), the keys split over "
+             "workgroups; fills the GPU at batch 1) or mfma (16 heads a "
+             "workgroup on the matrix units, each latent row read once per "
+             "16 heads; for large batches)"),
+    cl::init("vector"), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "kiln-compile: " << message << "\n";
   return 1;
@@ -200,6 +209,9 @@ int main(int argc, char **argv) {
                 "groups: it needs --ep N with N > 1 (found --tp " +
                 Twine(int(tensorParallel)) + " --ep " +
                 Twine(int(expertParallel)) + ")");
+  if (gpuDecodeAttention != "vector" && gpuDecodeAttention != "mfma")
+    return fail("--gpu-decode-attention must be vector or mfma, found '" +
+                gpuDecodeAttention + "'");
   if (moeExchange != "gather" && moeExchange != "all-to-all")
     return fail("--moe-exchange must be gather or all-to-all, found '" +
                 moeExchange + "'");
@@ -272,6 +284,7 @@ int main(int argc, char **argv) {
     options.ranks = ranks;
     options.tensorParallel = tensorParallel;
     options.attentionDataParallel = dpAttention;
+    options.decodeAttention = gpuDecodeAttention;
     for (int rank = 0; rank < ranks; ++rank) {
       // Each rank's share, from its own copy of the module.
       mlir::OwningOpRef<mlir::ModuleOp> part = module->clone();
@@ -322,6 +335,7 @@ int main(int argc, char **argv) {
     if (!chips->empty()) {
       kiln::KilnLowerGpuLaunchesPassOptions gpu;
       gpu.targets = targets;
+      gpu.decodeAttention = gpuDecodeAttention;
       pm.addPass(kiln::createKilnLowerGpuLaunchesPass(gpu));
     }
     if (failed(pm.run(*module)))

@@ -347,6 +347,7 @@ struct AttentionKernel : KernelBody {
   void mlaAbsorb();
   void mlaExpand();
   void mlaCombine();
+  void mlaAttendMfma(); // MlaDecodeMfma.cpp
   void build();
 
   // -- Indexer (IndexerKernels.cpp) ------------------------------------------

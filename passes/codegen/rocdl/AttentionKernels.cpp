@@ -517,6 +517,9 @@ void AttentionKernel::build() {
   case KernelKind::MlaAttention:
     if (params<MlaAttentionParams>(spec).s == 0)
       mlaAbsorb();
+    else if (params<MlaAttentionParams>(spec).s == 1 &&
+             params<MlaAttentionParams>(spec).mf)
+      mlaAttendMfma();
     else if (params<MlaAttentionParams>(spec).s == 1)
       mlaAttend();
     else if (params<MlaAttentionParams>(spec).s == 2)

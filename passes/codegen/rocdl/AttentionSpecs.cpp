@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/codegen/rocdl/KernelParams.h"
+#include "passes/codegen/rocdl/MfmaLayout.h"
 
 #include <algorithm>
 #include <string>
@@ -41,6 +42,8 @@ int64_t ldsBytes(const KernelSpec &spec) {
       return 4 * p.tt * p.l;
     if (p.s == 3)
       return 0;
+    if (p.mf)
+      return 4 * 4 * wg; // each wave's part of a 16 x 16 score tile
     return attendLdsBytes(wg, p.l + p.r, p.l);
   }
   case KernelKind::GqaAttention: {
@@ -108,8 +111,17 @@ std::string kiln::rocdl::validateAttentionSpec(const KernelSpec &spec) {
     need(p.s <= 3, "stage s must be 0, 1, 2 or 3, got " + str(p.s));
     need(p.sp >= 0 && p.sp <= 64,
          "key splits sp must be 0 to 64, got " + str(p.sp));
+    flag("mf", p.mf);
+    need(!p.mf || p.s == 1,
+         "mf (MFMA) is a stage 1 option, found stage " + str(p.s));
     if (p.s == 1) {
       flag("bf", p.bf);
+      // MFMA: 16-dim chunks of the key width, 16-column tiles per wave.
+      need(!p.mf || (p.l + p.r) % kTile == 0,
+           "MFMA attention needs a key width (l + r) multiple of 16, got " +
+               str(p.l + p.r));
+      need(!p.mf || p.l % (kTile * (spec.blockSize() / kWaveSize)) == 0,
+           "MFMA attention needs a latent dim multiple of 64, got " + str(p.l));
       break;
     }
     if (p.s == 3) {

@@ -274,8 +274,9 @@ struct MlaShape {
   int wf; // 0 f32, 1 bf16, 2 mxfp4, 3 fp8 block-128
   bool bf16Cache, topk;
   int64_t tt;
-  int64_t sp = 0; // key splits of the attention (decode plans), merged by
-                  // the combine stage
+  int64_t sp = 0;  // key splits of the attention (decode plans), merged by
+                   // the combine stage
+  bool mf = false; // stage 1 on MFMAs, 16 heads a workgroup
 };
 
 class MlaTest : public ::testing::TestWithParam<MlaShape> {};
@@ -419,7 +420,42 @@ TEST_P(MlaTest, MatchesCpu) {
   appendPaging(args);
   ASSERT_EQ(interp::runKernel(attend, {tokens(), s.h, 1}, args), "");
   std::vector<float> oLatRight = oLat;
-  if (s.sp > 1) {
+  if (s.mf) {
+    // 16 heads a workgroup on f32 MFMAs (decode), alone or with key splits
+    // merged by the combine stage; close to the one-pass vector kernel.
+    MlaAttentionParams mfParams = attendParams, combineParams = shape;
+    mfParams.mf = 1;
+    mfParams.sp = s.sp;
+    combineParams.s = 3;
+    combineParams.sp = s.sp;
+    KernelSpec mfSpec = makeSpec(mfParams);
+    ASSERT_EQ(mfSpec.validate(), "");
+    const int64_t groups = (s.h + 15) / 16;
+    std::vector<float> mfOut(
+        s.sp > 1 ? size_t(tokens() * s.h * s.sp * (s.l + 2)) : oLat.size(),
+        NAN);
+    std::vector<KernelArg> mfArgs(args.begin(), args.end());
+    mfArgs[s.topk ? 5 : 4] = KernelArg::of(mfOut);
+    ASSERT_EQ(interp::runKernel(mfSpec,
+                                {tokens(), groups, std::max<int64_t>(1, s.sp)},
+                                mfArgs),
+              "");
+    std::vector<float> merged = mfOut;
+    if (s.sp > 1) {
+      KernelSpec combine = makeSpec(combineParams);
+      merged.assign(oLat.size(), NAN);
+      ASSERT_EQ(
+          interp::runKernel(combine, {tokens(), s.h, 1},
+                            {KernelArg::of(mfOut), KernelArg::of(merged)}),
+          "");
+    }
+    double mfErr = relativeError(merged, oLatRight);
+    std::printf("mla mfma sp%lld: o_lat within %.3g of the vector kernel\n",
+                (long long)s.sp, mfErr);
+    EXPECT_LE(mfErr, 1e-5);
+    oLatRight = merged;
+    oLat = merged;
+  } else if (s.sp > 1) {
     // Flash decoding: each (token, head)'s keys over sp workgroups (some
     // empty for the short rows, one straddling the 256-key tile for the
     // long ones), then the combine; close to the one-pass result.
@@ -488,7 +524,14 @@ INSTANTIATE_TEST_SUITE_P(
                       // more splits than some rows have keys (16).
                       MlaShape{3, 16, 8, 12, 64, 1, true, true, 1, 2},
                       MlaShape{2, 192, 64, 256, 512, 2, true, true, 1, 8},
-                      MlaShape{3, 16, 8, 12, 200, 0, false, false, 1, 16}));
+                      MlaShape{3, 16, 8, 12, 200, 0, false, false, 1, 16},
+                      // MFMA over 16 heads: the fixture's shape (8 heads,
+                      // 64 + 16) with its 2 splits, GLM-5's with 8, 20
+                      // heads (a full and a partial group) without splits.
+                      MlaShape{8, 32, 16, 32, 64, 1, true, true, 1, 2, true},
+                      MlaShape{2, 192, 64, 256, 512, 2, true, true, 1, 8, true},
+                      MlaShape{20, 16, 16, 12, 128, 0, false, false, 1, 0,
+                               true}));
 
 // -- Indexer
 // -------------------------------------------------------------------
