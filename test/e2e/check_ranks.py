@@ -109,18 +109,20 @@ def kiln_run(launcher, artifact, prompt_file, logits, spec):
     return run(cmd)
 
 
-def compare(single_art, split_art, n, i, p, spec, what, gold=None):
-    """Runs prompt p on the single artifact and under mpirun -np n on the
-    split one; reports logits within rel L2 1e-5, equal greedy tokens (and
-    equal to `gold` when given); returns the single run's logits."""
+def compare(single_art, split_art, n, i, p, spec, what, gold=None,
+            launcher=None):
+    """Runs prompt p on the single artifact and under mpirun -np n (or
+    `launcher`) on the split one; reports logits within rel L2 1e-5, equal
+    greedy tokens (and equal to `gold` when given); returns the single run's
+    logits."""
     prompt_file = os.path.join(args.work, f"p{i}.txt")
     with open(prompt_file, "w", encoding="utf-8") as f:
         f.write(p["text"])
     ref_logits = os.path.join(args.work, f"one{i}.npy")
     ep_logits = os.path.join(args.work, f"ep{n}_{i}.npy")
     ref = kiln_run([], single_art, prompt_file, ref_logits, spec)
-    got = kiln_run(MPIRUN + ["-np", str(n)], split_art, prompt_file,
-                   ep_logits, spec)
+    got = kiln_run(launcher or MPIRUN + ["-np", str(n)], split_art,
+                   prompt_file, ep_logits, spec)
     if ref.returncode != 0 or got.returncode != 0:
         report(False, what + ": kiln-run failed: " +
                (ref.stderr + got.stderr).strip()[-400:])
@@ -408,6 +410,18 @@ report(wrong.returncode != 0 and
        f"{eps[0] * 2} processes on an --ep {eps[0]} artifact: exit "
        f"{wrong.returncode}")
 check_rank0_experts(["--ep", "2"], "")
+
+# Across machines: the job as docs/comm.md runs it on several hosts, from a
+# hostfile, the ranks talking over TCP (no shared memory), here with this
+# host as the only line.
+hostfile = os.path.join(args.work, "hosts")
+with open(hostfile, "w") as f:
+    f.write(f"localhost slots={eps[0]}\n")
+compare(single, os.path.join(args.work, f"ep{eps[0]}.kiln"), eps[0], 0,
+        safe[0], "0", f"ep {eps[0]} from a hostfile over TCP",
+        launcher=[MPIRUN[0], "--hostfile", hostfile, "-np", str(eps[0]),
+                  "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include",
+                  "lo", "--mca", "oob_tcp_if_include", "lo"])
 
 n = eps[0]
 base = os.path.join(args.work, f"ep{n}.kiln")
