@@ -37,9 +37,11 @@ def KilnLowerGpuLaunchesPass
            "dispatch may stay on the host">,
     Option<"decodeAttention", "decode-attention", "std::string",
            "\"vector\"",
-           "MLA attention in decode plans: vector (a workgroup per (token, "
-           "head), its keys split over workgroups) or mfma (16 heads a "
-           "workgroup on f32 MFMAs, sharing the latent rows they read)">,
+           "MLA attention and the DSA indexer's scores in decode plans: "
+           "vector (a workgroup per (token, head), its keys split over "
+           "workgroups) or mfma (f32 MFMAs: 16 heads a workgroup sharing "
+           "the latent rows they read; indexer tiles of 16 keys x 16 "
+           "heads)">,
   ];
   let dependentDialects = ["::kiln::plan::PlanDialect"];
 }

@@ -240,6 +240,10 @@ std::optional<GpuDispatchLowering> lowerIndexer(const GpuDispatchContext &c) {
   scoreParams.scale = p.scale;
   // One accumulator per head: 128 VGPRs.
   scoreParams.waves = 4;
+  // Decode attention on the matrix units: the scores too (16 keys x 16
+  // heads a tile), where the key dim is a multiple of 16.
+  if (c.mfmaDecodeAttention && c.plan.name == "decode" && dim % kTile == 0)
+    scoreParams.mf = 1;
   score.spec = makeSpec(scoreParams);
   score.grid = {gridPerRow(), gridFixed(sp), gridFixed(1)};
   score.args = {argData(0), argData(1), argData(2),

@@ -133,11 +133,12 @@ static cl::opt<std::string> moeExchange(
 
 static cl::opt<std::string> gpuDecodeAttention(
     "gpu-decode-attention",
-    cl::desc("GPU targets: MLA attention in decode plans, vector (default: "
-             "a workgroup per (token, head), the keys split over "
-             "workgroups; fills the GPU at batch 1) or mfma (16 heads a "
-             "workgroup on the matrix units, each latent row read once per "
-             "16 heads; for large batches)"),
+    cl::desc("GPU targets: MLA attention and the DSA indexer's scores in "
+             "decode plans, vector (default: a workgroup per (token, head), "
+             "the keys split over workgroups; fills the GPU at batch 1) or "
+             "mfma (the matrix units: 16 heads a workgroup, each latent row "
+             "read once per 16 heads; the indexer 16 keys x 16 heads a "
+             "tile; for large batches)"),
     cl::init("vector"), cl::cat(category));
 
 static int fail(const Twine &message) {

@@ -12,6 +12,9 @@
 
 #include "passes/codegen/rocdl/KernelIr.h"
 #include "passes/codegen/rocdl/KernelParams.h"
+#include "passes/codegen/rocdl/MfmaLayout.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -288,6 +291,37 @@ struct AttentionKernel : KernelBody {
     return {exclusive, total};
   }
 
+  // -- f32 MFMA tiles (MlaDecodeMfma.cpp, IndexerKernels.cpp) ----------------
+
+  /// A thread's place in its wave's 16x16 MFMA tiles (MfmaLayout.h): lane
+  /// group g = lane / 16 (K run and result rows 4 g ..), cl = lane % 16
+  /// (operand row, result column).
+  struct MfmaLane {
+    IrIndex wave, g, cl;
+  };
+  MfmaLane mfmaLane() {
+    IrIndex tid = ir.threadId();
+    IrIndex lane = tid % kWaveSize;
+    return {tid / kWaveSize, lane / kTile, lane % kTile};
+  }
+  Value zeros4() {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(vec(4, f32()), 0.0f));
+  }
+  /// acc[16x16] += a[16x4] b[4x16]^T, one f32 of each per lane.
+  Value mfmaF32(Value a, Value bv, Value acc) {
+    return amdgpu::MFMAOp::create(b, acc.getType(), 16, 16, 4, 1, a, bv, acc)
+        .getResult();
+  }
+  /// acc += the 4 MFMAs of one 16-dim chunk: a4, b4 hold the lane's 4
+  /// dims of its A row and B row (the same dims on both sides).
+  Value mfmaChunk(Value a4, Value b4, Value acc) {
+    for (int64_t e = 0; e < 4; ++e)
+      acc = mfmaF32(vector::ExtractOp::create(b, a4, e),
+                    vector::ExtractOp::create(b, b4, e), acc);
+    return acc;
+  }
+
   /// exp(x) through the hardware exp2.
   Value exp(Value x) {
     return ir.intrinsic("llvm.exp2", f32(), {mulf(x, ir.f32(kLog2e))});
@@ -352,7 +386,15 @@ struct AttentionKernel : KernelBody {
 
   // -- Indexer (IndexerKernels.cpp) ------------------------------------------
 
+  /// Stage 0's function (both kernels) with q staged in LDS.
+  struct IndexerScore {
+    gpu::GPUFuncOp fn;
+    Value wts, keys, scores, qs, seq;
+    Paging paged;
+  };
+  IndexerScore indexerScoreBegin();
   void indexerScore();
+  void indexerScoreMfma();
   Value orderKey(Value f);
   void indexerSelect();
 };

@@ -528,7 +528,10 @@ void AttentionKernel::build() {
       mlaCombine();
     break;
   case KernelKind::IndexerTopK:
-    if (params<IndexerTopKParams>(spec).s == 0)
+    if (params<IndexerTopKParams>(spec).s == 0 &&
+        params<IndexerTopKParams>(spec).mf)
+      indexerScoreMfma();
+    else if (params<IndexerTopKParams>(spec).s == 0)
       indexerScore();
     else
       indexerSelect();

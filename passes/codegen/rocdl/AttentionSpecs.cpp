@@ -148,6 +148,9 @@ std::string kiln::rocdl::validateAttentionSpec(const KernelSpec &spec) {
     positive("d", p.d);
     positive("sp", p.sp);
     flag("bf", p.bf);
+    flag("mf", p.mf);
+    need(!p.mf || p.d % kTile == 0,
+         "MFMA scores need a key dim multiple of 16, got " + str(p.d));
     // One accumulator per head in registers (declared 4 waves: 128 VGPRs).
     need(p.h <= 64, "at most 64 heads, got " + str(p.h));
     break;

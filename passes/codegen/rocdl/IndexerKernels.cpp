@@ -33,36 +33,45 @@ constexpr int64_t kHeadGroup = 16;
 /// registers while the key streams in (q in LDS: h * d * 4 bytes, 16 KiB
 /// for GLM-5, so four workgroups fit gfx942's 64 KiB; the weights are
 /// uniform loads).
+AttentionKernel::IndexerScore AttentionKernel::indexerScoreBegin() {
+  auto p = params<IndexerTopKParams>(spec);
+  int64_t h = p.h, d = p.d;
+  SmallVector<Type> args = {
+      ir.activations(f32(), h * d), ir.activations(f32(), h),
+      cacheType(p.bf, d),           ir.activations(i32(), 1),
+      ir.activations(i32(), 1),     ir.activations(f32(), 1)};
+  args.append(pagingTypes());
+  auto fn =
+      createKernelFunc(b, module, spec, args, {ir.workgroup(f32(), h * d)});
+  Value q = fn.getArgument(0), qs = fn.getWorkgroupAttributions()[0];
+  IrIndex t = ir.blockId(gpu::Dimension::x);
+  ir.forLoop(ir.threadId(), c(h * d), wg(), {}, [&](IrIndex i, ValueRange) {
+    ir.store(ir.load(q, t * (h * d) + i), qs, i);
+    return SmallVector<Value>();
+  });
+  barrier();
+  return {fn,
+          fn.getArgument(1),
+          fn.getArgument(2),
+          fn.getArgument(5),
+          qs,
+          ir.load(fn.getArgument(3), t),
+          paging(fn)};
+}
+
 void AttentionKernel::indexerScore() {
   auto p = params<IndexerTopKParams>(spec);
   bool bf = p.bf;
   int64_t h = p.h, d = p.d, sp = p.sp;
   float scale = p.scale;
-  SmallVector<Type> args = {ir.activations(f32(), h * d),
-                            ir.activations(f32(), h),
-                            cacheType(bf, d),
-                            ir.activations(i32(), 1),
-                            ir.activations(i32(), 1),
-                            ir.activations(f32(), 1)};
-  args.append(pagingTypes());
-  auto fn =
-      createKernelFunc(b, module, spec, args, {ir.workgroup(f32(), h * d)});
-  Value q = fn.getArgument(0), wts = fn.getArgument(1);
-  Value keys = fn.getArgument(2), scores = fn.getArgument(5);
-  Paging paged = paging(fn);
-  Value capacity = paged.capacity;
-  Value qs = fn.getWorkgroupAttributions()[0];
+  IndexerScore f = indexerScoreBegin();
+  Value wts = f.wts, keys = f.keys, scores = f.scores, qs = f.qs, seq = f.seq;
+  Paging paged = f.paged;
   IrIndex t = ir.blockId(gpu::Dimension::x);
   IrIndex split = ir.blockId(gpu::Dimension::y);
   IrIndex tid = ir.threadId();
-  ir.forLoop(tid, c(h * d), wg(), {}, [&](IrIndex i, ValueRange) {
-    ir.store(ir.load(q, t * (h * d) + i), qs, i);
-    return SmallVector<Value>();
-  });
-  barrier();
-  Value seq = ir.load(fn.getArgument(3), t);
-  IrIndex n = index(ir.load(fn.getArgument(4), t)) + 1;
-  IrIndex cap = index(capacity);
+  IrIndex n = index(ir.load(f.fn.getArgument(4), t)) + 1;
+  IrIndex cap = index(paged.capacity);
   int64_t step = d % 4 == 0 ? 4 : 1;
   ir.forLoop(split * wg(), n, sp * wg(), {}, [&](IrIndex j0, ValueRange) {
     IrIndex j = j0 + tid;
@@ -115,6 +124,83 @@ void AttentionKernel::indexerScore() {
     barrier();
     return SmallVector<Value>();
   });
+}
+
+/// Stage 0 with mf = 1: each wave scores 16 keys at a time against every
+/// head, 16 heads a tile: C[head][key] = q . key over d / 4 f32 16x16x4
+/// MFMAs (lane group g supplies dims 16 j + 4 g + e of chunk j for its head
+/// from LDS and its key from the cache, the same permutation of K on both
+/// sides); then w[h] relu(scale C) summed over the lane's 4 heads and over
+/// the 4 lane groups (xor shuffles 16, 32), tile after tile. The waves take
+/// key tiles w, w + 4, ... of the workgroup's share; no barrier in the loop.
+/// The sum's order differs from the vector kernel's head order (equal keys
+/// still score equal).
+void AttentionKernel::indexerScoreMfma() {
+  auto p = params<IndexerTopKParams>(spec);
+  const bool bf = p.bf;
+  const int64_t h = p.h, d = p.d, sp = p.sp;
+  IndexerScore f = indexerScoreBegin();
+  Value wts = f.wts, keys = f.keys, scores = f.scores, qs = f.qs, seq = f.seq;
+  Paging paged = f.paged;
+  IrIndex t = ir.blockId(gpu::Dimension::x);
+  IrIndex split = ir.blockId(gpu::Dimension::y);
+  auto [wave, g, cl] = mfmaLane();
+  IrIndex n = index(ir.load(f.fn.getArgument(4), t)) + 1;
+  IrIndex cap = index(paged.capacity);
+  VectorType acc4 = vec(4, f32());
+  Value zero = ir.f32(0.0f);
+  Value zero4 = zeros4();
+  const int64_t headTiles = ceilDiv(h, kTile);
+  // The weights of this lane's heads 16 ht + 4 g + i (0 past h).
+  SmallVector<Value> weight;
+  for (int64_t ht = 0; ht < headTiles; ++ht)
+    for (int64_t i = 0; i < 4; ++i) {
+      IrIndex head = g * 4 + (ht * kTile + i);
+      Value w = ir.load(wts, t * h + ir.min(head, c(h - 1)));
+      weight.push_back(select(ir.ult(head, c(h)), w, zero));
+    }
+  const int64_t perRound = waves() * kTile;
+  ir.forLoop(
+      split * perRound + wave * kTile, n, sp * perRound, {},
+      [&](IrIndex j0, ValueRange) {
+        IrIndex j = j0 + cl;
+        IrIndex row = cacheRow(paged, seq, ir.min(j, n - 1));
+        Value total = zero;
+        for (int64_t ht = 0; ht < headTiles; ++ht) {
+          // Lane's A row: head 16 ht + cl (q 0 past h).
+          IrIndex head = cl + ht * kTile;
+          Value inside = ir.ult(head, c(h));
+          IrIndex qRow = ir.min(head, c(h - 1)) * d;
+          Value dot = ir.forLoop(
+              c(0), opaque(d / kTile, cap), 1, {zero4},
+              [&](IrIndex chunk, ValueRange acc) {
+                IrIndex d0 = chunk * kTile + g * 4;
+                Value q4 =
+                    select(inside, ir.loadVector(acc4, qs, qRow + d0), zero4);
+                Value k4 = loadCache4(keys, bf, row * d + d0);
+                return SmallVector<Value>{mfmaChunk(q4, k4, acc[0])};
+              })[0];
+          // w[h] relu(scale q . k) for the lane's 4 heads (NaN -> 0).
+          for (int64_t i = 0; i < 4; ++i) {
+            Value x =
+                mulf(ir.f32(p.scale), vector::ExtractOp::create(b, dot, i));
+            Value relu =
+                select(cmpf(arith::CmpFPredicate::OGT, x, zero), x, zero);
+            total = addf(total, mulf(weight[ht * 4 + i], relu));
+          }
+        }
+        // Over the 4 lane groups that hold this key's other heads.
+        for (int32_t off : {16, 32})
+          total = addf(total,
+                       gpu::ShuffleOp::create(b, total, off, int32_t(kWaveSize),
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
+        total = select(cmpf(arith::CmpFPredicate::UNO, total, total), negInf(),
+                       total);
+        ir.ifThen(andi(ir.ult(j, n), cmpi(arith::CmpIPredicate::eq, g, c(0))),
+                  [&] { ir.store(total, scores, t * cap + j); });
+        return SmallVector<Value>();
+      });
 }
 
 /// Orderable key of a score: unsigned order = float order, -0 = +0.

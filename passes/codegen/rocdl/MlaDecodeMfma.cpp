@@ -27,9 +27,6 @@
 
 #include "passes/codegen/rocdl/AttentionKernel.h"
 #include "passes/codegen/rocdl/KernelParams.h"
-#include "passes/codegen/rocdl/MfmaLayout.h"
-
-#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 
 using namespace mlir;
 using namespace kiln::rocdl;
@@ -59,8 +56,8 @@ void AttentionKernel::mlaAttendMfma() {
   IrIndex t = ir.blockId(gpu::Dimension::x);
   IrIndex group = ir.blockId(gpu::Dimension::y);
   IrIndex tid = ir.threadId();
-  IrIndex wave = tid / kWaveSize, lane = tid % kWaveSize;
-  IrIndex g = lane / kTile, cl = lane % kTile;
+  IrIndex lane = tid % kWaveSize;
+  auto [wave, g, cl] = mfmaLane();
   Value seq = ir.load(fn.getArgument(2), t);
   Value pos = ir.load(fn.getArgument(3), t);
   IrIndex n = k ? c(k) : index(pos) + 1;
@@ -76,8 +73,7 @@ void AttentionKernel::mlaAttendMfma() {
   IrIndex colBase = wave * (colTiles * kTile);
   VectorType acc4 = vec(4, f32());
   Value zero = ir.f32(0.0f);
-  Value zero4 =
-      arith::ConstantOp::create(b, DenseElementsAttr::get(acc4, 0.0f));
+  Value zero4 = zeros4();
 
   // This wave's chunks of q (head 16 group + cl; zero past h and past the
   // wave's last chunk), read once.
@@ -106,10 +102,6 @@ void AttentionKernel::mlaAttendMfma() {
     }
     return v;
   };
-  auto mfma = [&](Value a, Value bv, Value acc) {
-    return amdgpu::MFMAOp::create(b, acc4, 16, 16, 4, 1, a, bv, acc)
-        .getResult();
-  };
 
   // Carried: max[4], sum[4] of heads 4 g + i, then the column tiles' C.
   SmallVector<Value> init(4, negInf());
@@ -137,10 +129,8 @@ void AttentionKernel::mlaAttendMfma() {
         // four parts added in wave order.
         Value part = zero4;
         for (int64_t jj = 0; jj < mine; ++jj) {
-          Value k4 = loadCache4(cache, bf, row * width + dims[jj]);
-          for (int64_t e = 0; e < 4; ++e)
-            part = mfma(vector::ExtractOp::create(b, q4s[jj], e),
-                        vector::ExtractOp::create(b, k4, e), part);
+          part = mfmaChunk(q4s[jj],
+                           loadCache4(cache, bf, row * width + dims[jj]), part);
         }
         ir.storeVector(part, parts, tid * 4);
         barrier();
@@ -190,7 +180,7 @@ void AttentionKernel::mlaAttendMfma() {
           for (int64_t ct = 0; ct < colTiles; ++ct) {
             IrIndex col = colBase + ct * kTile + cl;
             Value v = loadCache(cache, bf, index(keyRow) * width + col);
-            next[8 + ct] = mfma(a, select(keyOk, v, zero), next[8 + ct]);
+            next[8 + ct] = mfmaF32(a, select(keyOk, v, zero), next[8 + ct]);
           }
         }
         return next;

@@ -540,6 +540,7 @@ struct IndexerShape {
   int64_t h, d, k;
   bool bf16;
   bool allEqual = false; // every key the same: all scores tie
+  bool mf = false;       // scores on f32 MFMAs, 16 keys x 16 heads a tile
 };
 
 class IndexerTest : public ::testing::TestWithParam<IndexerShape> {};
@@ -588,6 +589,8 @@ TEST_P(IndexerTest, MatchesCpu) {
   scoreParams.sp = sp;
   scoreParams.scale = scale;
   scoreParams.waves = 4;
+  if (s.mf)
+    scoreParams.mf = 1;
   selectParams.s = 1;
   selectParams.k = s.k;
   KernelSpec score = makeSpec(scoreParams), select = makeSpec(selectParams);
@@ -631,14 +634,20 @@ TEST_P(IndexerTest, MatchesCpu) {
     EXPECT_NE(out, ref);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, IndexerTest,
-                         ::testing::Values(IndexerShape{4, 32, 16, false},
-                                           IndexerShape{4, 32, 19, true},
-                                           IndexerShape{3, 30, 64, false},
-                                           IndexerShape{2, 16, 257, true},
-                                           IndexerShape{20, 8, 33, false},
-                                           IndexerShape{32, 128, 64, true},
-                                           IndexerShape{4, 32, 16, true,
-                                                        true}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, IndexerTest,
+    ::testing::Values(
+        IndexerShape{4, 32, 16, false}, IndexerShape{4, 32, 19, true},
+        IndexerShape{3, 30, 64, false}, IndexerShape{2, 16, 257, true},
+        IndexerShape{20, 8, 33, false}, IndexerShape{32, 128, 64, true},
+        IndexerShape{4, 32, 16, true, true},
+        // MFMA scores: a partial head
+        // tile (4, 20), two tiles (32),
+        // 257 > the 256-key tile.
+        IndexerShape{4, 32, 16, false, false, true},
+        IndexerShape{20, 16, 33, false, false, true},
+        IndexerShape{2, 16, 257, true, false, true},
+        IndexerShape{32, 128, 64, true, false, true},
+        IndexerShape{4, 32, 16, true, true, true}));
 
 } // namespace
