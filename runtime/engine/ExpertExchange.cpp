@@ -31,15 +31,14 @@ comm::Counts prefix(const comm::Counts &counts) {
   return d;
 }
 
-} // namespace
-
-namespace {
+/// Rows to or from every rank but `rank`.
 int64_t othersSum(const std::vector<int64_t> &rows, int rank) {
   int64_t n = 0;
   for (size_t r = 0; r < rows.size(); ++r)
     n += int(r) == rank ? 0 : rows[r];
   return n;
 }
+
 } // namespace
 
 int64_t ExpertExchange::rowsToPeers(int rank) const {

@@ -525,8 +525,7 @@ Status PlanRunner::collective(const Step &s) {
   // Bytes this rank sends to the others, for kiln-bench --profile.
   const int peers = ctx_.comm->size() - 1;
   auto sent = [&](size_t floats) {
-    if (ctx_.profile && ctx_.profile->enabled)
-      ctx_.profile->sent(s.kernel, int64_t(floats * sizeof(float)));
+    recordSent(s, int64_t(floats * sizeof(float)));
   };
   // The fixed-order sum of runtime/comm: the same bits whatever the timing.
   if (!dataParallel) {
@@ -600,8 +599,7 @@ Status PlanRunner::exchangeRows(const Step &s) {
   const int64_t width = plan_->buffers()[x].rowElems;
   const int rank = comm ? comm->rank() : 0;
   if (s.kernel == Kernel::CombineRows) {
-    if (ctx_.profile && ctx_.profile->enabled)
-      ctx_.profile->sent(s.kernel, exchange_.rowsFromPeers(rank) * width * 4);
+    recordSent(s, exchange_.rowsFromPeers(rank) * width * 4);
     return exchange_.combine(comm, f32(x), i32(s.args[1].index()), tokens_,
                              width, *ctx_.arena, f32(s.args[2].index()));
   }
@@ -620,8 +618,7 @@ Status PlanRunner::exchangeRows(const Step &s) {
   KILN_RETURN_IF_ERROR(exchange_.dispatch(
       comm, *ctx_.pool, *ctx_.arena, d, i32(s.args[4].index()),
       f32(s.args[3].index()), capGathered_, routed_));
-  if (ctx_.profile && ctx_.profile->enabled)
-    ctx_.profile->sent(s.kernel, exchange_.rowsToPeers(rank) * width * 4);
+  recordSent(s, exchange_.rowsToPeers(rank) * width * 4);
   return Status::ok();
 }
 

@@ -109,6 +109,11 @@ private:
   Status collective(const Step &step);
   /// dispatch_rows and combine_rows (ExpertExchange.h).
   Status exchangeRows(const Step &step);
+  /// Counts `bytes` sent to other ranks by `step` when profiling.
+  void recordSent(const Step &step, int64_t bytes) const {
+    if (ctx_.profile && ctx_.profile->enabled)
+      ctx_.profile->sent(step.kernel, bytes);
+  }
   int64_t rowCount(uint32_t buffer) const;
   float *f32(uint32_t buffer) const {
     return reinterpret_cast<float *>(data_[buffer]);

@@ -637,19 +637,14 @@ private:
 
   Status checkMoe() {
     const BufferInfo *x = buffer(0);
-    KILN_ASSIGN_OR_RETURN(const BoundWeight *router, matrix(1));
-    KILN_ASSIGN_OR_RETURN(const BoundWeight *bias, vector(2));
+    int64_t e = 0, h = 0;
+    KILN_RETURN_IF_ERROR(checkRouter(*x, e, h));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *gate, stack(3));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *up, stack(4));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *down, stack(5));
     const BufferInfo *out = buffer(9);
-    const int64_t h = router->view.cols, e = router->view.rows;
     const int64_t i = gate->view.rows;
-    KILN_RETURN_IF_ERROR(width(0, *x, h, "the router's K (hidden size)"));
     KILN_RETURN_IF_ERROR(width(9, *out, h, "the hidden size"));
-    if (bias->length() != e)
-      return fail(argLabel(2), ": bias '", bias->name, "' has length ",
-                  bias->length(), ", expected ", e, " (the router's experts)");
     // The stacks hold experts [offset, offset + local) of the e: all of
     // them, or one rank's share under expert parallelism.
     const int64_t offset = step_.get<abi::MoeParams>().expertOffset;
@@ -692,17 +687,11 @@ private:
       KILN_RETURN_IF_ERROR(expectMatrix(8, sd, h, is));
     }
     const auto &params = step_.get<abi::MoeParams>();
-    abi::MoeRouting routing{e, params.topK, params.nGroup, params.topkGroup};
-    for (const abi::MoeRuleError &rule :
-         {abi::checkMoeRouting(routing),
-          abi::checkMoeBlockSize(params.blockSize)})
-      if (rule)
-        return fail("params.", rule.field, " ", rule.message);
+    KILN_RETURN_IF_ERROR(
+        checkRouting(e, params.topK, params.nGroup, params.topkGroup));
+    if (abi::MoeRuleError rule = abi::checkMoeBlockSize(params.blockSize))
+      return fail("params.", rule.field, " ", rule.message);
     cpu::MoeParams &p = step_.moe;
-    p.numExperts = e;
-    p.topK = params.topK;
-    p.nGroup = params.nGroup;
-    p.topkGroup = params.topkGroup;
     p.normTopkProb = params.normTopkProb;
     p.blockSize = params.blockSize;
     p.routedScalingFactor = params.scale;
@@ -711,30 +700,47 @@ private:
     return Status::ok();
   }
 
-  Status checkDispatchRows() {
-    const BufferInfo *x = buffer(0);
+  /// moe and dispatch_rows: x (args[0]) against the router (args[1], [E,
+  /// H]) and its bias (args[2], [E]). Sets `e` and `h`.
+  Status checkRouter(const BufferInfo &x, int64_t &e, int64_t &h) {
     KILN_ASSIGN_OR_RETURN(const BoundWeight *router, matrix(1));
     KILN_ASSIGN_OR_RETURN(const BoundWeight *bias, vector(2));
-    const int64_t h = router->view.cols, e = router->view.rows;
-    KILN_RETURN_IF_ERROR(width(0, *x, h, "the router's K (hidden size)"));
+    h = router->view.cols;
+    e = router->view.rows;
+    KILN_RETURN_IF_ERROR(width(0, x, h, "the router's K (hidden size)"));
     if (bias->length() != e)
       return fail(argLabel(2), ": bias '", bias->name, "' has length ",
                   bias->length(), ", expected ", e, " (the router's experts)");
-    const auto &params = step_.get<abi::DispatchRowsParams>();
-    abi::MoeRouting routing{e, params.topK, params.nGroup, params.topkGroup};
+    return Status::ok();
+  }
+
+  /// The selection rule (support/abi/MoeRules.h) over `e` experts, kept
+  /// in the step's cpu::MoeParams.
+  Status checkRouting(int64_t e, int64_t topK, int64_t nGroup,
+                      int64_t topkGroup) {
+    abi::MoeRouting routing{e, topK, nGroup, topkGroup};
     if (abi::MoeRuleError rule = abi::checkMoeRouting(routing))
       return fail("params.", rule.field, " ", rule.message);
+    cpu::MoeParams &p = step_.moe;
+    p.numExperts = e;
+    p.topK = topK;
+    p.nGroup = nGroup;
+    p.topkGroup = topkGroup;
+    return Status::ok();
+  }
+
+  Status checkDispatchRows() {
+    int64_t e = 0, h = 0;
+    KILN_RETURN_IF_ERROR(checkRouter(*buffer(0), e, h));
+    const auto &params = step_.get<abi::DispatchRowsParams>();
+    KILN_RETURN_IF_ERROR(
+        checkRouting(e, params.topK, params.nGroup, params.topkGroup));
     if (params.expertsPerRank < 1 || e % params.expertsPerRank != 0)
       return fail("params.experts_per_rank ", params.expertsPerRank,
                   " does not divide the router's ", e, " experts");
     const int64_t words = routeWords(e / params.expertsPerRank);
     KILN_RETURN_IF_ERROR(
         width(4, *buffer(4), words, "a bit per rank, 32 to a word"));
-    cpu::MoeParams &p = step_.moe;
-    p.numExperts = e;
-    p.topK = params.topK;
-    p.nGroup = params.nGroup;
-    p.topkGroup = params.topkGroup;
     return Status::ok();
   }
 

@@ -740,21 +740,33 @@ LogicalResult ExpertsOp::verify() {
   return expectShape(*this, "result", getResult(), in.getShape());
 }
 
+/// The routing operands kiln.moe and kiln.dispatch_rows share: input [T,
+/// H], router [E, H], router_bias [E] and the selection rule
+/// (support/abi/MoeRules.h). Sets `e` and `h`.
+template <typename Op>
+LogicalResult verifyRouting(Op op, int64_t &e, int64_t &h) {
+  if (failed(expectRank(op, "input", op.getInput(), 2)) ||
+      failed(expectRank(op, "router", op.getRouter(), 2)))
+    return failure();
+  h = tensorType(op.getInput()).getDimSize(1);
+  e = tensorType(op.getRouter()).getDimSize(0);
+  if (failed(expectShape(op, "router", op.getRouter(), {e, h})) ||
+      failed(expectShape(op, "router_bias", op.getRouterBias(), {e})))
+    return failure();
+  abi::MoeRouting routing{e, int64_t(op.getTopK()), int64_t(op.getNGroup()),
+                          int64_t(op.getTopkGroup())};
+  if (abi::MoeRuleError rule = abi::checkMoeRouting(routing))
+    return op.emitOpError() << rule.field << " " << rule.message;
+  return success();
+}
+
 LogicalResult MoeOp::verify() {
-  if (failed(expectRank(*this, "input", getInput(), 2)) ||
-      failed(expectRank(*this, "router", getRouter(), 2)))
+  int64_t e = 0, h = 0;
+  if (failed(verifyRouting(*this, e, h)))
     return failure();
   auto in = tensorType(getInput());
-  int64_t h = in.getDimSize(1), e = tensorType(getRouter()).getDimSize(0);
-  if (failed(expectShape(*this, "router", getRouter(), {e, h})) ||
-      failed(expectShape(*this, "router_bias", getRouterBias(), {e})))
-    return failure();
-  abi::MoeRouting routing{e, int64_t(getTopK()), int64_t(getNGroup()),
-                          int64_t(getTopkGroup())};
-  for (const abi::MoeRuleError &rule :
-       {abi::checkMoeRouting(routing), abi::checkMoeBlockSize(getBlockSize())})
-    if (rule)
-      return emitOpError() << rule.field << " " << rule.message;
+  if (abi::MoeRuleError rule = abi::checkMoeBlockSize(getBlockSize()))
+    return emitOpError() << rule.field << " " << rule.message;
 
   if (!getShared().empty() && getShared().size() != 3)
     return emitOpError() << "the shared expert takes 3 operands (gate, up, "
@@ -829,18 +841,9 @@ LogicalResult ReduceScatterRowsOp::verify() {
 }
 
 LogicalResult DispatchRowsOp::verify() {
-  if (failed(expectRank(*this, "input", getInput(), 2)) ||
-      failed(expectRank(*this, "router", getRouter(), 2)))
+  int64_t e = 0, h = 0;
+  if (failed(verifyRouting(*this, e, h)))
     return failure();
-  int64_t h = tensorType(getInput()).getDimSize(1),
-          e = tensorType(getRouter()).getDimSize(0);
-  if (failed(expectShape(*this, "router", getRouter(), {e, h})) ||
-      failed(expectShape(*this, "router_bias", getRouterBias(), {e})))
-    return failure();
-  abi::MoeRouting routing{e, int64_t(getTopK()), int64_t(getNGroup()),
-                          int64_t(getTopkGroup())};
-  if (abi::MoeRuleError rule = abi::checkMoeRouting(routing))
-    return emitOpError() << rule.field << " " << rule.message;
   if (e % int64_t(getExpertsPerRank()) != 0)
     return emitOpError() << "experts_per_rank " << getExpertsPerRank()
                          << " does not divide the router's " << e << " experts";

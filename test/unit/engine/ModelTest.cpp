@@ -409,13 +409,21 @@ TEST(PlanValidationTest, AllReduceKeepsItsRows) {
                       "expected 8 (as args[0] 'x' 'h')"});
 }
 
+/// Appends a router [experts, 8] and its bias [experts]; the router's index.
+uint32_t addRouter(TinyModel &m, int64_t experts) {
+  uint32_t w = uint32_t(m.weights.size());
+  m.weights.push_back(
+      f32Weight("router", {experts, 8}, pseudoRandom(size_t(experts * 8), 5)));
+  m.weights.push_back(
+      f32Weight("bias", {experts}, pseudoRandom(size_t(experts), 6)));
+  return w;
+}
+
 TEST(PlanValidationTest, MoeStacksMustLieInsideTheRoutersExperts) {
   // Two experts; the stacks claim to start at expert 1 (one rank's share
   // under expert parallelism), which would run past the router's two.
   TinyModel m = simpleModel();
-  uint32_t w = uint32_t(m.weights.size());
-  m.weights.push_back(f32Weight("router", {2, 8}, pseudoRandom(16, 5)));
-  m.weights.push_back(f32Weight("bias", {2}, pseudoRandom(2, 6)));
+  uint32_t w = addRouter(m, 2);
   m.weights.push_back(f32Weight("gate", {2, 4, 8}, pseudoRandom(64, 7)));
   m.weights.push_back(f32Weight("up", {2, 4, 8}, pseudoRandom(64, 8)));
   m.weights.push_back(f32Weight("down", {2, 8, 4}, pseudoRandom(64, 9)));
@@ -440,6 +448,42 @@ TEST(PlanValidationTest, MoeStacksMustLieInsideTheRoutersExperts) {
   expectLoadError(m, {"dispatches[1] moe (\"moe\")",
                       "params.expert_offset 1: the stacks' experts [1, 3) "
                       "must lie inside the 2 the router chooses from"});
+}
+
+TEST(PlanValidationTest, DispatchRowsSplitsTheRoutersExpertsEvenly) {
+  // dispatch_rows of 4 experts, 2 a rank (2 ranks: one i32 word of route
+  // bits a row), and its combine_rows.
+  TinyModel m = simpleModel();
+  uint32_t w = addRouter(m, 4);
+  PlanSpec &p = m.plans[0];
+  p.buffers.push_back({"rows", Rows::Routed, false, {8}});  // 8
+  p.buffers.push_back({"routes", Rows::Tokens, true, {1}}); // 9
+  p.buffers.push_back({"back", Rows::Tokens, false, {8}});  // 10
+  abi::DispatchRowsParams params;
+  params.topK = 1;
+  params.nGroup = 1;
+  params.topkGroup = 1;
+  params.expertsPerRank = 2;
+  p.dispatches.insert(p.dispatches.begin() + 1,
+                      {Kernel::DispatchRows,
+                       {B(4), W(w), W(w + 1), B(8), B(9)},
+                       params,
+                       "dispatch"});
+  p.dispatches.insert(
+      p.dispatches.begin() + 2,
+      {Kernel::CombineRows, {B(8), B(9), B(10)}, {}, "combine"});
+  EXPECT_TRUE(loadOrDie(m)) << "2 experts a rank of 4 loads";
+  params.expertsPerRank = 3;
+  p.dispatches[1].params = params;
+  expectLoadError(m, {"dispatches[1] dispatch_rows (\"dispatch\")",
+                      "params.experts_per_rank 3 does not divide the "
+                      "router's 4 experts"});
+  params.expertsPerRank = 1; // 4 ranks still fit one word; a row of 2 not
+  p.dispatches[1].params = params;
+  p.buffers[9].rowShape = {2};
+  expectLoadError(m, {"dispatches[1] dispatch_rows",
+                      "2 values per row, expected 1",
+                      "a bit per rank, 32 to a word"});
 }
 
 TEST(PlanValidationTest, RejectsUnknownKernel) {
