@@ -21,7 +21,10 @@ def KilnQuantizeMxfp4Pass : Pass<"kiln-quantize-mxfp4", "mlir::ModuleOp"> {
     Groups (`policy`, comma separated): `experts` (routed experts, the
     default), `shared` (shared experts), `dense` (dense MLPs),
     `attention` (attention and indexer projections), `mtp` (everything in
-    the MTP layer, which is otherwise left as is), `lm_head`, or `all`.
+    the MTP layer, which is otherwise left as is, and the head as the draft
+    plan reads it: GLM-5.x's MTP layer has none of its own, so the draft
+    gets its own quantized copy of `lm_head`), `lm_head` (the model's head),
+    or `all`.
     A weight qualifies only when it feeds a GEMM and its last dimension is a
     multiple of 32.
 

@@ -10,6 +10,7 @@
 #include "passes/Passes.h"
 #include "passes/WeightGroups.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -71,8 +72,10 @@ struct QuantizeMxfp4Pass
     if (auto n = module->getAttrOfType<IntegerAttr>("kiln.num_hidden_layers"))
       mtpLayer = n.getInt();
 
-    auto selected = [&](StringRef name) {
-      return (*groups & classifyWeight(name, mtpLayer)) != 0;
+    auto selected = [&](Operation *op, StringRef name) {
+      auto fn = op->getParentOfType<func::FuncOp>();
+      bool inDraft = fn && fn.getSymName() == "draft";
+      return (*groups & classifyWeight(name, mtpLayer, inDraft)) != 0;
     };
 
     SmallVector<WeightOp> floats;
@@ -118,7 +121,7 @@ struct QuantizeMxfp4Pass
     for (WeightOp w : floats) {
       auto type = w.getType();
       if (type.getRank() < 2 || type.getShape().back() % 32 != 0 ||
-          !selected(w.getName()) || !onlyFeedsGemms(w.getResult()))
+          !selected(w, w.getName()) || !onlyFeedsGemms(w.getResult()))
         continue;
       b.setInsertionPoint(w);
       Value dq = makeMx(w.getLoc(), w.getName(), type, StringAttr(), type);
@@ -130,7 +133,7 @@ struct QuantizeMxfp4Pass
       auto scales = dq.getScales().getDefiningOp<WeightOp>();
       auto type = values.getType();
       if (!scales || type.getShape().back() % 32 != 0 ||
-          !selected(values.getName()) || !onlyFeedsGemms(dq.getResult()))
+          !selected(dq, values.getName()) || !onlyFeedsGemms(dq.getResult()))
         continue;
       b.setInsertionPoint(dq);
       Value mx = makeMx(dq.getLoc(), values.getName(), type,

@@ -41,14 +41,15 @@ static int64_t layerOf(llvm::StringRef name) {
   return layer;
 }
 
-WeightGroup kiln::classifyWeight(llvm::StringRef name, int64_t mtpLayer) {
+WeightGroup kiln::classifyWeight(llvm::StringRef name, int64_t mtpLayer,
+                                 bool inDraft) {
   if (name.ends_with("mlp.gate.weight") || name.contains("embed_tokens") ||
       name.contains("norm"))
     return kGroupNone;
   if (mtpLayer >= 0 && layerOf(name) == mtpLayer)
     return kGroupMtp;
   if (name.contains("lm_head"))
-    return kGroupLmHead;
+    return inDraft ? kGroupMtp : kGroupLmHead;
   if (name.contains(".mlp.experts."))
     return kGroupExperts;
   if (name.contains(".mlp.shared_experts."))

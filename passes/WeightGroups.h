@@ -31,7 +31,12 @@ mlir::FailureOr<unsigned> parseWeightGroups(llvm::StringRef policy);
 
 /// The group of a checkpoint tensor; kGroupNone for tensors never quantized
 /// (router gate, embeddings, norms). `mtpLayer` < 0 means no MTP layer.
-WeightGroup classifyWeight(llvm::StringRef name, int64_t mtpLayer);
+/// `inDraft`: the use is the draft plan's; GLM-5.x's MTP layer ships no head
+/// of its own and reads `lm_head`, which there counts as part of the MTP
+/// layer (so `mtp` gives the draft its own quantized copy of the head and
+/// leaves the model's as it is).
+WeightGroup classifyWeight(llvm::StringRef name, int64_t mtpLayer,
+                           bool inDraft = false);
 
 } // namespace kiln
 

@@ -101,7 +101,8 @@ void kiln::cpu::matmulQ8Scalar(const MatmulRows &io, const Q8Block *const *q,
 
 bool kiln::cpu::usesInt8(const WeightView &w) {
   return w.format == WeightFormat::MXFP4 && w.cols % 32 == 0 &&
-         mxfp4Activations() == Mxfp4Activations::Int8;
+         (mxfp4Activations() == Mxfp4Activations::Int8 ||
+          (w.int8Activations && useAvx512Vnni()));
 }
 
 static void quantizeRow(const float *x, int64_t K, Q8Block *out) {

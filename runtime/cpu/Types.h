@@ -43,6 +43,11 @@ struct WeightView {
   /// 1: rows one after another. kPanelRows (BF16 and MXFP4): row panels,
   /// the artifact's DensePanel4 and Mxfp4Panel4 (support/WeightPanels.h).
   int64_t panelRows = 1;
+  /// MXFP4 only: matmuls take int8 activations (MatmulQ8.h) where AVX-512
+  /// VNNI runs, whatever mxfp4Activations() says. Set on the weights only
+  /// the draft plan reads (engine::Model), whose precision moves which
+  /// tokens are proposed, never which are emitted.
+  bool int8Activations = false;
 
   /// Matrix `e` of a stack.
   WeightView expert(int64_t e) const {

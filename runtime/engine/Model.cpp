@@ -17,6 +17,23 @@ namespace {
 
 constexpr int kMaxThreads = 1024;
 
+/// Sets cpu::WeightView::int8Activations on the weights the draft plan reads
+/// and no other plan does (the MTP layer, and the draft's own copy of the
+/// head under kiln-compile --quantize-policy=mtp).
+void markDraftOnlyWeights(const std::vector<std::unique_ptr<PlanRunner>> &plans,
+                          std::vector<BoundWeight> &weights) {
+  std::vector<uint8_t> draft(weights.size(), 0), other(weights.size(), 0);
+  for (const auto &p : plans) {
+    std::vector<uint8_t> &used = p->name() == kDraftPlan ? draft : other;
+    for (const Step &s : p->plan().steps())
+      for (const fb::Arg &a : s.args)
+        if (a.kind() == fb::ArgKind::Weight && a.index() < used.size())
+          used[a.index()] = 1;
+  }
+  for (size_t i = 0; i < weights.size(); ++i)
+    weights[i].view.int8Activations = draft[i] && !other[i];
+}
+
 } // namespace
 
 Model::~Model() = default;
@@ -176,6 +193,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string &path,
                             info.hiddenSize));
     model->plans_.push_back(std::move(plan).value());
   }
+  if (options.draftInt8Activations)
+    markDraftOnlyWeights(model->plans_, model->weights_);
   return model;
 }
 

@@ -60,6 +60,12 @@ struct LoadOptions {
   /// (attachDevice): weights only a GPU reads (a GPU-only artifact) are
   /// allowed. Without it, such an artifact is refused at load.
   bool forDevice = false;
+  /// The MXFP4 weights only the draft (MTP) plan reads take int8
+  /// activations on CPUs with AVX-512 VNNI (cpu::WeightView::
+  /// int8Activations): the draft's precision changes how many drafts are
+  /// accepted, never the output; false: cpu::mxfp4Activations() as for
+  /// every other weight.
+  bool draftInt8Activations = true;
 };
 
 /// The model facts from the artifact's ModelConfig.

@@ -90,6 +90,16 @@ struct PlanRows {
   }
 };
 
+/// One call of the draft plan, its time counted in `m`.
+Result<PlanOutputs> runDraft(Model &model, EngineMetrics &m,
+                             const PlanRows &rows) {
+  const double t0 = now();
+  Result<PlanOutputs> out = model.run(kDraftPlan, rows.inputs());
+  m.specDraftS += now() - t0;
+  ++m.specDraftCalls;
+  return out;
+}
+
 } // namespace
 
 struct Engine::Req {
@@ -603,7 +613,7 @@ Status Engine::draft(Batch &batch) {
       drafting.push_back(r);
     }
   }
-  auto run = [&]() { return model_.run(kDraftPlan, rows.inputs()); };
+  auto run = [&]() { return runDraft(model_, metrics_, rows); };
   auto pick = [&](Req &r, const float *logits) {
     if (r.sampler.params().greedy())
       return engine::Sampler::argmax(logits, vocab_);
@@ -653,14 +663,20 @@ Status Engine::draft(Batch &batch) {
 
 Status Engine::catchUpDrafts() {
   // After the target call: draft rows for the pairs whose next token is now
-  // known, all but the last (its logits draft the next round). Full pages
-  // are then final in every cache by the end of the step, and the prefix
-  // cache can share them with the next admission.
+  // known, all but the last (its logits draft the next round), for the
+  // requests where that completes a page: full pages are then final in
+  // every cache by the end of the step, and the prefix cache can share them
+  // with the next admission. Other requests wait for their next draft(),
+  // which takes these rows in the same call as the last one (one draft call
+  // a round instead of two).
+  if (!options_.prefixCache)
+    return Status::ok();
+  const int64_t P = pool_.pageRows();
   PlanRows rows;
   std::vector<std::pair<Req *, int64_t>> moved;
   for (Req *r : running_) {
     int64_t end = r->computed - 1;
-    if (r->rows == 0 || end <= r->draftLen)
+    if (r->rows == 0 || end / P <= r->draftLen / P)
       continue;
     for (int64_t i = r->draftLen; i < end; ++i)
       rows.add(r->tokens[size_t(i + 1)], r->seq, i);
@@ -671,7 +687,7 @@ Status Engine::catchUpDrafts() {
   }
   if (moved.empty())
     return Status::ok();
-  KILN_RETURN_IF_ERROR(model_.run(kDraftPlan, rows.inputs()).status());
+  KILN_RETURN_IF_ERROR(runDraft(model_, metrics_, rows).status());
   for (auto &[r, end] : moved) {
     r->pendingHidden.erase(r->pendingHidden.begin(),
                            r->pendingHidden.begin() +
@@ -704,10 +720,14 @@ Status Engine::runTarget(Batch &batch) {
       allSingle && options_.specK == 0 && model_.hasPlan(kDecodePlan)
           ? kDecodePlan
           : kPrefillPlan;
+  const double t0 = now();
   KILN_ASSIGN_OR_RETURN(PlanOutputs out, model_.run(plan, rows.inputs()));
   metrics_.computedTokens += int64_t(rows.ids.size());
 
   const double t = now();
+  if (!allSingle && std::any_of(batch.reqs.begin(), batch.reqs.end(),
+                                [](const Req *r) { return r->k > 0; }))
+    metrics_.specVerifyS += t - t0;
   int64_t row = 0, logit = 0;
   std::vector<Req *> reqs = batch.reqs; // emit() may finish (destroy) some
   for (Req *rp : reqs) {

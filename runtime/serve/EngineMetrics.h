@@ -39,6 +39,12 @@ struct EngineMetrics {
   int64_t specAccepted = 0;
   /// Per draft position: rounds that reached it, rounds that accepted it.
   std::vector<int64_t> specReachedAt, specAcceptedAt;
+  /// Wall seconds in the draft plan's calls (chained drafts and catch-up)
+  /// and in the target calls that verified drafts: with specRounds, what a
+  /// round costs in plan calls (kiln-bench --spec predicts from them).
+  double specDraftS = 0;
+  int64_t specDraftCalls = 0;
+  double specVerifyS = 0;
 };
 
 } // namespace kiln::serve

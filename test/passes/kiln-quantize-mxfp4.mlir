@@ -94,3 +94,32 @@ func.func @passthrough_and_fp8(%x: tensor<?x64xf32>, %x2: tensor<?x256xf32>, %i:
   return %y, %y2 : tensor<?x64xf32>, tensor<?x256xf32>
 }
 }
+
+// -----
+
+// GLM-5.x's MTP layer has no head of its own: the draft plan reads lm_head.
+// Under `mtp` the draft's use is quantized (its own copy of the head) and
+// the model's stays as it is; under `lm_head` the model's alone.
+// RUN: kiln-opt %s -split-input-file -kiln-quantize-mxfp4="policy=mtp" | FileCheck %s --check-prefix=MTPHEAD
+// RUN: kiln-opt %s -split-input-file -kiln-quantize-mxfp4="policy=lm_head" | FileCheck %s --check-prefix=LMHEAD
+module attributes {kiln.num_hidden_layers = 4 : i64} {
+func.func @decode(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %lm = kiln.weight "lm_head.weight" : tensor<32x64xbf16>
+  %y = kiln.matmul %x, %lm : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+func.func @draft(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %lm = kiln.weight "lm_head.weight" : tensor<32x64xbf16>
+  %y = kiln.matmul %x, %lm : tensor<?x64xf32>, tensor<32x64xbf16> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+}
+// MTPHEAD-LABEL: func.func @decode
+// MTPHEAD: kiln.weight "lm_head.weight" : tensor<32x64xbf16>
+// MTPHEAD-LABEL: func.func @draft
+// MTPHEAD: kiln.weight "lm_head.weight" encoding <mxfp4_values, even> : tensor<32x64xf4E2M1FN>
+// MTPHEAD-NEXT: kiln.weight "lm_head.weight" encoding <mxfp4_scales, even>
+// LMHEAD-LABEL: func.func @decode
+// LMHEAD: kiln.weight "lm_head.weight" encoding <mxfp4_values, even> : tensor<32x64xf4E2M1FN>
+// LMHEAD-LABEL: func.func @draft
+// LMHEAD: kiln.weight "lm_head.weight" : tensor<32x64xbf16>

@@ -26,6 +26,7 @@
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
+#include "runtime/serve/GenerateOne.h"
 #include "tools/common/RankArtifact.h"
 #include "tools/kiln-bench/ComputePeak.h"
 #include "tools/kiln-bench/EngineDecode.h"
@@ -66,6 +67,7 @@ struct Options {
   bool peak = false;
   bool pinThreads = false;
   bool profile = false;
+  bool draftInt8 = true;
   int spec = 0;
   std::string device = "cpu";
   std::string results;
@@ -103,6 +105,10 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --bf16-activations f32|bf16
                         BF16 matmuls: exact FP32 activations (default) or
                         rounded to BF16 for vdpbf16ps (docs/cpu.md)
+  --draft-activations int8|same
+                        MXFP4 weights only the draft plan reads: int8
+                        activations (default, where VNNI runs) or as
+                        --mxfp4-activations says
   --device cpu|hip      where the plans run (default cpu)
   --results FILE        append a Markdown table (default bench/RESULTS.md
                         when it exists; /dev/null for none)
@@ -181,7 +187,7 @@ void printProfile(engine::Model &model, const std::string &what, int64_t steps,
                "[--batch B,...] [--prompt-tokens P] [--decode-tokens D] "
                "[--membw] [--spec K] [--device cpu|hip] [--cpu-affinity] "
                "[--profile] [--cpu-path PATH] [--mxfp4-activations f32|int8] "
-               "[--bf16-activations f32|bf16] "
+               "[--bf16-activations f32|bf16] [--draft-activations int8|same] "
                "[--results FILE] [--json FILE] "
                "[--label TEXT]\n       "
                "kiln-bench "
@@ -262,6 +268,11 @@ Options parse(int argc, char **argv) {
       std::string error;
       if (!cpu::setBf16Activations(value(), &error))
         usage("--bf16-activations: " + error);
+    } else if (a == "--draft-activations") {
+      std::string v = value();
+      if (v != "int8" && v != "same")
+        usage("--draft-activations: '" + v + "', expected int8 or same");
+      o.draftInt8 = v == "int8";
     } else if (a == "--help" || a == "-h") {
       std::printf("%s", kHelp);
       std::exit(0);
@@ -400,54 +411,14 @@ Status step(engine::Model &model, const char *plan,
   return out.isOk() ? Status::ok() : out.status();
 }
 
-/// Mean seconds of `plan` over `reps` runs of `t` rows on a sequence with
-/// `context` cached positions (the rows are rolled back after each run).
-Result<double> stepTime(engine::Model &model, const char *plan, int64_t t,
-                        int64_t context, int reps, int64_t hidden) {
-  KILN_ASSIGN_OR_RETURN(int32_t seq, model.openSequence());
-  const size_t n = static_cast<size_t>(context);
-  std::vector<int32_t> ids(n, 1), seqs(n, seq), pos(n);
-  for (size_t i = 0; i < n; ++i)
-    pos[i] = int32_t(i);
-  // Fill the caches the plan reads (the draft plan has its own).
-  bool draft = std::string(plan) == engine::kDraftPlan;
-  std::vector<float> zeros(draft ? n * size_t(hidden) : 0, 0.0f);
-  KILN_RETURN_IF_ERROR(step(model, draft ? plan : engine::kPrefillPlan, ids,
-                            seqs, pos, {int32_t(n - 1)},
-                            draft ? zeros.data() : nullptr));
-  const size_t rows = static_cast<size_t>(t);
-  std::vector<int32_t> tid(rows, 1), tseq(rows, seq), tpos(rows), lrows(rows);
-  std::vector<float> hid(rows * size_t(hidden), 0.0f);
-  for (size_t i = 0; i < rows; ++i) {
-    tpos[i] = int32_t(context + int64_t(i));
-    lrows[i] = int32_t(i);
-  }
-  double total = 0;
-  for (int r = 0; r < reps; ++r) {
-    engine::PlanInputs in;
-    in.tokenIds = tid.data();
-    in.seqIds = tseq.data();
-    in.positions = tpos.data();
-    in.tokens = t;
-    in.logitRows = lrows.data();
-    in.logitCount = t;
-    in.hiddenIn = hid.data();
-    double t0 = now();
-    auto out = model.run(plan, in);
-    if (!out.isOk())
-      return out.status();
-    total += now() - t0;
-    model.truncate(seq, context);
-  }
-  model.closeSequence(seq);
-  return total / reps;
-}
-
 int fail(const Status &s);
 
-/// Greedy generation with and without speculation, and the prediction.
+/// Greedy generation through the serving engine (as kiln-run and kiln-serve
+/// run it) without and with speculation, and the speed-up predicted from
+/// what the speculative run measured: (1 + accepted) decode steps of the
+/// plain run against one round's verify call and draft calls.
 int benchSpec(engine::Model &model, const Options &o, int threads,
-              std::vector<Row> &rows) {
+              comm::Communicator &comm, std::vector<Row> &rows) {
   if (!model.hasPlan(engine::kDraftPlan) || !model.tokenizer()) {
     std::fprintf(stderr, "kiln-bench: --spec needs an artifact with a draft "
                          "plan and a tokenizer\n");
@@ -460,40 +431,52 @@ int benchSpec(engine::Model &model, const Options &o, int threads,
   engine::GenerateOptions g;
   g.maxNewTokens = o.decodeTokens;
   g.ignoreEos = true;
-  auto plain = engine::generate(model, *prompt, g);
+  auto run = [&](int k, const char *what, engine::SpecStats *stats,
+                 serve::EngineMetrics *metrics) {
+    model.profile().reset();
+    model.profile().enabled = o.profile;
+    auto r = serve::generateOne(model, *prompt, g, k, serve::EngineOptions(),
+                                stats, metrics);
+    model.profile().enabled = false;
+    if (r.isOk() && o.profile)
+      printProfile(model, what, int64_t(r->tokens.size()),
+                   r->stats.prefillS + r->stats.decodeS, comm);
+    return r;
+  };
+  serve::EngineMetrics m;
+  engine::SpecStats stats;
+  auto plain =
+      run(0, "generation without speculation (per token)", nullptr, nullptr);
   if (!plain.isOk())
     return fail(plain.status());
-  engine::SpecStats stats;
-  auto spec = engine::generateSpeculative(model, *prompt, g, o.spec, &stats);
+  auto spec = run(o.spec, "generation with --spec (per token)", &stats, &m);
   if (!spec.isOk())
     return fail(spec.status());
   bool same = plain->tokens == spec->tokens;
-  int64_t ctx = int64_t(prompt->size()) + o.decodeTokens / 2;
-  int64_t h = model.info().hiddenSize;
-  auto tDecode = stepTime(model, engine::kDecodePlan, 1, ctx, 20, h);
-  auto tVerify = stepTime(model, engine::kPrefillPlan, o.spec + 1, ctx, 20, h);
-  auto tDraft = stepTime(model, engine::kDraftPlan, 1, ctx, 20, h);
-  if (!tDecode.isOk() || !tVerify.isOk() || !tDraft.isOk())
-    return fail(!tDecode.isOk()   ? tDecode.status()
-                : !tVerify.isOk() ? tVerify.status()
-                                  : tDraft.status());
   double a = stats.meanAccepted();
-  // Per round: one verify over k+1 rows and k draft steps (the first is the
-  // catch-up row, the others chained), emitting a + 1 tokens.
-  double predicted = (1.0 + a) * *tDecode / (*tVerify + o.spec * *tDraft);
+  const double rounds = double(std::max<int64_t>(m.specRounds, 1));
+  const double tStep = plain->stats.decodeS /
+                       double(std::max<size_t>(plain->tokens.size(), 2) - 1);
+  const double tVerify = m.specVerifyS / rounds, tDraft = m.specDraftS / rounds;
+  const double tRound =
+      spec->stats.decodeS / rounds; // includes sampling and bookkeeping
+  double predicted = (1.0 + a) * tStep / (tVerify + tDraft);
   double measured =
       spec->stats.decodeTokPerS / std::max(1e-9, plain->stats.decodeTokPerS);
   std::string rates;
   for (double r : stats.acceptRateByPosition())
     rates += (rates.empty() ? "" : " ") + std::to_string(r).substr(0, 5);
-  std::printf("spec k=%d, %d thread(s): greedy output %s; decode %.1f tok/s "
-              "without, %.1f tok/s with (x%.2f); mean accepted %.3f over %lld "
-              "rounds, by position [%s]; step costs decode %.2f ms, verify "
-              "%.2f ms, draft %.2f ms -> predicted x%.2f\n",
-              o.spec, threads, same ? "identical" : "DIFFERENT",
-              plain->stats.decodeTokPerS, spec->stats.decodeTokPerS, measured,
-              a, (long long)stats.rounds, rates.c_str(), *tDecode * 1e3,
-              *tVerify * 1e3, *tDraft * 1e3, predicted);
+  std::printf(
+      "spec k=%d, %d thread(s): greedy output %s; decode %.1f tok/s without, "
+      "%.1f tok/s with (x%.2f); mean accepted %.3f over %lld rounds, by "
+      "position [%s]; a decode step %.3f ms; a round %.3f ms: verify %.3f, "
+      "draft %.3f in %.2f calls, the rest %.3f -> predicted x%.2f (measured "
+      "%.0f%% of it)\n",
+      o.spec, threads, same ? "identical" : "DIFFERENT",
+      plain->stats.decodeTokPerS, spec->stats.decodeTokPerS, measured, a,
+      (long long)stats.rounds, rates.c_str(), tStep * 1e3, tRound * 1e3,
+      tVerify * 1e3, tDraft * 1e3, double(m.specDraftCalls) / rounds,
+      (tRound - tVerify - tDraft) * 1e3, predicted, 100 * measured / predicted);
   rows.push_back({"decode, no speculation", threads, 1,
                   plain->stats.decodeTokPerS, 1e3 / plain->stats.decodeTokPerS,
                   0, 0});
@@ -588,6 +571,7 @@ int main(int argc, char **argv) {
     lo.pinThreads = o.pinThreads;
     lo.comm = &comm;
     lo.forDevice = o.device == "hip";
+    lo.draftInt8Activations = o.draftInt8;
     auto loaded = engine::Model::load(o.model, lo);
     if (!loaded.isOk())
       return fail(loaded.status());
@@ -605,7 +589,7 @@ int main(int argc, char **argv) {
         return fail(attached);
     }
     if (o.spec > 0) {
-      if (int rc = benchSpec(model, o, threads, rows))
+      if (int rc = benchSpec(model, o, threads, comm, rows))
         return rc;
       continue;
     }

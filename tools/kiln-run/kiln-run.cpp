@@ -19,6 +19,7 @@
 #include "runtime/engine/Model.h"
 #include "runtime/engine/SpecDecoder.h"
 #include "runtime/hip/HipPlanDevice.h"
+#include "runtime/serve/GenerateOne.h"
 #include "runtime/support/Npy.h"
 #include "tools/common/ArgParse.h"
 #include "tools/common/RankArtifact.h"
@@ -458,74 +459,6 @@ int runPerplexity(Model &model, const Options &o) {
   return 0;
 }
 
-/// One request through the serving engine (the CPU path): the same tokens
-/// as generate() / generateSpeculative(), with the engine's scheduling.
-Result<GenerateResult> generateWithEngine(Model &model,
-                                          const std::vector<int32_t> &prompt,
-                                          const GenerateOptions &g, int k,
-                                          serve::EngineOptions options,
-                                          SpecStats *spec) {
-  options.specK = k;
-  options.maxBatchedTokens = g.prefillChunk;
-  if (options.maxBatchedTokens < k + 1)
-    options.maxBatchedTokens = k + 1;
-  if (options.kvMemoryBytes == 0) // exactly this sequence's pages
-    options.kvMemoryBytes =
-        serve::kvBytesFor(model, 1, int64_t(prompt.size()) + g.maxNewTokens + k,
-                          options.pageRows);
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<serve::Engine> engine,
-                        serve::Engine::create(model, options));
-  serve::RequestParams p;
-  p.prompt = prompt;
-  p.maxTokens = g.maxNewTokens;
-  p.sampling = g.sampling;
-  p.ignoreEos = g.ignoreEos;
-  p.stopIds = g.stopIds;
-  p.returnPromptLogits = g.keepPromptLogits;
-  KILN_ASSIGN_OR_RETURN(serve::RequestId id, engine->submit(std::move(p)));
-  bool stopped = false;
-  engine->setOnToken(
-      [&](serve::RequestId, int32_t token, const serve::TokenLogprob *) {
-        if (!stopped && g.onToken && !g.onToken(token)) {
-          stopped = true;
-          engine->cancel(id);
-        }
-      });
-  engine->runToCompletion();
-  std::vector<serve::RequestOutput> done = engine->takeFinished();
-  if (done.size() != 1)
-    return makeError(StatusCode::Internal, "the engine finished ", done.size(),
-                     " requests, expected 1");
-  serve::RequestOutput &out = done[0];
-  if (out.finish == serve::FinishReason::Error)
-    return makeError(StatusCode::Internal, out.error);
-  GenerateResult r;
-  r.tokens = std::move(out.ids);
-  r.promptLogits = std::move(out.promptLogits);
-  r.stop = out.finish == serve::FinishReason::Stop ? StopReason::StopToken
-           : stopped                               ? StopReason::Callback
-                                                   : StopReason::Length;
-  GenerateStats &st = r.stats;
-  st.promptTokens = int64_t(prompt.size());
-  st.generatedTokens = int64_t(r.tokens.size());
-  st.ttftS = st.prefillS = out.ttftS;
-  st.decodeS = out.e2eS - out.ttftS;
-  st.prefillTokPerS = st.prefillS > 0 ? double(prompt.size()) / st.prefillS : 0;
-  st.decodeTokPerS = st.decodeS > 0 && !r.tokens.empty()
-                         ? double(r.tokens.size() - 1) / st.decodeS
-                         : 0;
-  if (spec && k > 0) {
-    *spec = SpecStats();
-    spec->reached = out.specReached;
-    spec->accepted = out.specAccepted;
-    spec->rounds = out.specReached.empty() ? 0 : out.specReached[0];
-    spec->draftedTokens = spec->rounds * k;
-    for (int64_t a : out.specAccepted)
-      spec->acceptedTokens += a;
-  }
-  return r;
-}
-
 int runGenerate(Model &model, const Options &o) {
   std::vector<int32_t> prompt;
   if (!o.promptIds.empty()) {
@@ -588,7 +521,7 @@ int runGenerate(Model &model, const Options &o) {
   GenerateResult r =
       !model.device() && g.maxNewTokens > 0 // -n 0: the prompt's logits only
           ? orFail(
-                generateWithEngine(model, prompt, g, int(k), o.engine, &spec))
+                serve::generateOne(model, prompt, g, int(k), o.engine, &spec))
           : k > 0 ? orFail(generateSpeculative(model, prompt, g, int(k), &spec))
                   : orFail(generate(model, prompt, g));
 

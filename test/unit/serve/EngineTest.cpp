@@ -276,6 +276,34 @@ TEST_F(EngineTest, SecondWaveSharesTheFirstWavesPrefixUnderMtp) {
   }
 }
 
+TEST_F(EngineTest, OneDraftCallPerRoundBetweenPages) {
+  // The draft rows a verify leaves behind wait for the next round's draft
+  // call, except where they complete a page the prefix cache takes.
+  const Golden &g = golden();
+  RequestParams p = greedy(g.prompts[0], 150);
+  for (bool prefix : {false, true}) {
+    SCOPED_TRACE(prefix ? "prefix cache" : "no prefix cache");
+    auto model = load(1);
+    EngineOptions o = small();
+    o.specK = 1;
+    o.prefixCache = prefix;
+    auto e = Engine::create(*model, o);
+    ASSERT_TRUE(e.isOk()) << e.status().toString();
+    RequestOutput out = runAll(**e, {p})[0];
+    EXPECT_EQ(out.ids, alone(p));
+    const EngineMetrics &m = (*e)->metrics();
+    ASSERT_GT(m.specRounds, 0);
+    const int64_t pages =
+        (int64_t(p.prompt.size()) + p.maxTokens) / kDefaultPageRows + 1;
+    if (prefix)
+      EXPECT_LE(m.specDraftCalls, m.specRounds + pages);
+    else
+      EXPECT_EQ(m.specDraftCalls, m.specRounds);
+    EXPECT_GT(m.specDraftS, 0);
+    EXPECT_GT(m.specVerifyS, 0);
+  }
+}
+
 TEST_F(EngineTest, SmallPoolPreemptsAndLeaksNothing) {
   const Golden &g = golden();
   std::vector<RequestParams> ps;
