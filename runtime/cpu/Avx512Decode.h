@@ -6,6 +6,9 @@
 // zero. Values equal dequantizeRow()'s bit for bit. MXFP4 has only load32
 // and returns the block's even elements, then its odd ones.
 //
+// kPanel: rows whose elements [k, k + 32) lie together (support/
+// WeightPanels.h; 1 for row-major): rows [n, n + kPanel) of columns
+// [k0, k1) are bytes [rowBytes(n) + k0 / 32 * kPanel * bytesPer32(), ...).
 // kGemvRows: rows per GEMV group at T = 1 (MXFP4 keeps two pointers per row
 // and runs out of registers at 8; measured best 4). kPrefetch: whether the
 // GEMV prefetches in software (on for every format streamed from DRAM:
@@ -45,6 +48,7 @@ inline const float *scaledE2m1Tables() {
 }
 
 struct DecF32 {
+  static constexpr int kPanel = 1;
   static constexpr int kGemvRows = 8;
   static constexpr bool kPrefetch = false;
   static constexpr bool kPacked = false;
@@ -76,6 +80,7 @@ KILN_AVX512_INLINE __m512 bf16x16(__m256i h) {
 /// BF16 rows, one after another (P = 1) or in row panels of P rows
 /// (support/WeightPanels.h: a GEMV group of P rows reads one stream).
 template <int P> struct DecBF16Rows {
+  static constexpr int kPanel = P;
   static constexpr int kGemvRows = P == 1 ? 8 : P;
   static constexpr bool kPrefetch = true;
   static constexpr bool kPacked = false;
@@ -112,6 +117,7 @@ using DecBF16 = DecBF16Rows<1>;
 using DecBF16Panels = DecBF16Rows<kPanelRows>;
 
 struct DecF16 {
+  static constexpr int kPanel = 1;
   static constexpr int kGemvRows = 8;
   static constexpr bool kPrefetch = false;
   static constexpr bool kPacked = false;
@@ -157,6 +163,7 @@ KILN_AVX512_INLINE __m512 e4m3x16(__m128i bytes) {
 }
 
 struct DecFP8 {
+  static constexpr int kPanel = 1;
   static constexpr int kGemvRows = 8;
   static constexpr bool kPrefetch = true;
   static constexpr bool kPacked = false;
@@ -189,6 +196,7 @@ struct DecFP8 {
 /// MXFP4 rows (P = 1) or row panels of P rows (support/WeightPanels.h:
 /// values and scales each one stream per panel).
 template <int P> struct DecMXFP4Rows {
+  static constexpr int kPanel = P;
   static constexpr int kGemvRows = 4;
   static constexpr bool kPrefetch = true;
   static constexpr bool kPacked = true;

@@ -11,7 +11,8 @@
 // GEMM (more tokens): per thread, for each block of up to 64 tokens, each
 // 32-row x 512-column tile of W is decoded to FP32 once and swept by a 4x4
 // (tokens x rows) register kernel; partial lanes persist between column
-// chunks, so the order of Matmul.h holds.
+// chunks, so the order of Matmul.h holds. While a tile is swept, the next
+// one's lines are asked for into L2 (TilePrefetch).
 //
 // MXFP4 decodes as even elements then odd elements of each 32-block (two
 // vpermps from one vector of bytes); the activations are permuted the same
@@ -202,11 +203,54 @@ KILN_AVX512 void decodeTile(const Dec &dec, int64_t n, int64_t rows, int64_t k0,
   }
 }
 
+/// The cache lines of one weight tile (rows [n, n + rows), columns [k0, k0
+/// + len)), asked for into L2 a few at a time while the tile before it is
+/// swept: a GEMM's weights stream from DRAM once per token block (an
+/// expert's in MoE prefill), and a tile's rows are short runs (4 KiB of a
+/// BF16 panel) that the hardware prefetchers start on too late.
+class TilePrefetch {
+public:
+  template <class Dec>
+  KILN_AVX512_INLINE TilePrefetch(const Dec &dec, int64_t n, int64_t rows,
+                                  int64_t k0, int64_t len) {
+    const int64_t P = Dec::kPanel;
+    const int64_t cols = std::min(len, dec.w.cols - k0);
+    if (rows <= 0 || cols <= 0)
+      return;
+    bytes_ = (cols + 31) / 32 * P * Dec::bytesPer32();
+    for (int64_t g = n / P * P; g < n + rows && groups_ < kMaxGroups; g += P)
+      start_[groups_++] = static_cast<const char *>(dec.rowBytes(g)) +
+                          k0 / 32 * P * Dec::bytesPer32();
+    lines_ = groups_ * ((bytes_ + 63) / 64);
+  }
+  /// Asks for the next `count` lines.
+  KILN_AVX512_INLINE void issue(int64_t count) {
+    const int64_t perGroup = (bytes_ + 63) / 64;
+    for (; count > 0 && next_ < lines_; --count, ++next_)
+      _mm_prefetch(start_[next_ / perGroup] + next_ % perGroup * 64,
+                   _MM_HINT_T1);
+  }
+  int64_t lines() const { return lines_; }
+
+private:
+  static constexpr int kMaxGroups = 32;
+  const char *start_[kMaxGroups];
+  int groups_ = 0;
+  int64_t bytes_ = 0, lines_ = 0, next_ = 0;
+};
+
 /// acc[i][j] += x_i · w_j over [k0, k0 + len): 4 tokens x 4 rows. Columns
 /// at or past K read as zero from x (the tile is already zero there).
 KILN_AVX512_INLINE void kernel4x4(const float *const *x, const float *const *w,
                                   int64_t k0, int64_t len, int64_t K,
-                                  __m512 (&acc)[4][4]) {
+                                  __m512 (&out)[4][4]) {
+  // A local copy: GCC 12 keeps `out`, whose address the caller holds, in
+  // memory across the loop once the caller's loops do more than call this
+  // (each FMA then stored back: half the speed).
+  __m512 acc[4][4];
+  for (int t = 0; t < 4; ++t)
+    for (int r = 0; r < 4; ++r)
+      acc[t][r] = out[t][r];
   const int64_t full = std::min(len, std::max<int64_t>(0, K - k0)) / 16 * 16;
   int64_t i = 0;
   for (; i < full; i += 16) {
@@ -232,6 +276,9 @@ KILN_AVX512_INLINE void kernel4x4(const float *const *x, const float *const *w,
       for (int r = 0; r < 4; ++r)
         acc[t][r] = _mm512_fmadd_ps(wv[r], xv[t], acc[t][r]);
   }
+  for (int t = 0; t < 4; ++t)
+    for (int r = 0; r < 4; ++r)
+      out[t][r] = acc[t][r];
 }
 
 template <class Dec>
@@ -263,9 +310,17 @@ KILN_AVX512 void gemm(const Dec &dec, const MatmulRows &io, int64_t nBegin,
         const int64_t len = std::min(kColChunk, kPadded - k0);
         const bool first = k0 == 0, last = k0 + len == kPadded;
         decodeTile(dec, n0, rows, k0, len, tile);
+        // The next tile of this token block, spread over this one's sweep.
+        const int64_t nextK = last ? 0 : k0 + len;
+        const int64_t nextN = last ? n0 + kRowTile : n0;
+        TilePrefetch ahead(dec, nextN, std::min(kRowTile, nEnd - nextN), nextK,
+                           std::min(kColChunk, kPadded - nextK));
+        const int64_t kernels = (tokens + 3) / 4 * ((rows + 3) / 4);
+        const int64_t perKernel = (ahead.lines() + kernels - 1) / kernels;
 
         for (int64_t tb = 0; tb < tokens; tb += 4) {
           for (int64_t rb = 0; rb < rows; rb += 4) {
+            ahead.issue(perKernel);
             const float *w[4];
             for (int r = 0; r < 4; ++r)
               w[r] = tile + (rb + r < rows ? rb + r : 0) * kColChunk;
