@@ -46,6 +46,15 @@ if os.path.exists(fake_rccl_mpi):
     config.available_features.add("fake-rccl-mpi")
 if os.path.isdir(os.path.join(fixtures, "glm5-tiny-dev-fp8")):
     config.available_features.add("all-fixtures")
+# CPU kernel paths this machine can run (runtime/cpu/CpuFeatures.h).
+try:
+    with open("/proc/cpuinfo") as f:
+        cpu_flags = next((l.split(":", 1)[1].split() for l in f
+                          if l.startswith("flags")), [])
+except OSError:
+    cpu_flags = []
+if {"avx2", "fma", "f16c"} <= set(cpu_flags):
+    config.available_features.add("avx2")
 
 tool_dirs = [config.kiln_tools_dir, config.llvm_tools_dir]
 from lit.llvm.subst import ToolSubst

@@ -23,6 +23,7 @@
 
 #include "runtime/cpu/Dequant.h"
 #include "runtime/cpu/Types.h"
+#include "runtime/cpu/WeightRows.h"
 
 #include <immintrin.h>
 
@@ -66,9 +67,7 @@ struct DecF32 {
       return _mm512_maskz_loadu_ps(m, p + k);
     }
   };
-  Row row(int64_t n) const {
-    return {static_cast<const float *>(w.data) + n * w.cols};
-  }
+  Row row(int64_t n) const { return {rows::f32(w, n)}; }
   const void *rowBytes(int64_t n) const { return row(n).p; }
   static constexpr int64_t bytesPer32() { return 128; }
 };
@@ -106,10 +105,7 @@ template <int P> struct DecBF16Rows {
       return bf16x16(_mm256_maskz_loadu_epi16(m, at(k)));
     }
   };
-  Row row(int64_t n) const {
-    return {static_cast<const uint16_t *>(w.data) +
-            panelOffset(n, 0, w.cols, P)};
-  }
+  Row row(int64_t n) const { return {rows::u16(w, n, P)}; }
   const void *rowBytes(int64_t n) const { return row(n).p; }
   static constexpr int64_t bytesPer32() { return 64; }
 };
@@ -136,9 +132,7 @@ struct DecF16 {
       return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + k));
     }
   };
-  Row row(int64_t n) const {
-    return {static_cast<const uint16_t *>(w.data) + n * w.cols};
-  }
+  Row row(int64_t n) const { return {rows::u16(w, n)}; }
   const void *rowBytes(int64_t n) const { return row(n).p; }
   static constexpr int64_t bytesPer32() { return 64; }
 };
@@ -184,11 +178,7 @@ struct DecFP8 {
                                  _mm512_set1_ps(scales[k / 128]));
     }
   };
-  Row row(int64_t n) const {
-    const int64_t blocks = (w.cols + 127) / 128;
-    return {static_cast<const uint8_t *>(w.data) + n * w.cols,
-            static_cast<const float *>(w.scales) + (n / 128) * blocks};
-  }
+  Row row(int64_t n) const { return {rows::fp8(w, n), rows::fp8Scales(w, n)}; }
   const void *rowBytes(int64_t n) const { return row(n).p; }
   static constexpr int64_t bytesPer32() { return 32; }
 };
@@ -219,17 +209,17 @@ template <int P> struct DecMXFP4Rows {
     __m512 load16Masked(int64_t, __mmask16) const = delete;
   };
   Row row(int64_t n) const {
-    return {static_cast<const uint8_t *>(w.data) +
-                panelOffset(n, 0, w.cols / 2, P, kPanelCols / 2),
-            static_cast<const uint8_t *>(w.scales) +
-                panelOffset(n, 0, w.cols / 32, P, 1),
-            tables};
+    return {rows::mxfp4(w, n, P), rows::mxfp4Scales(w, n, P), tables};
   }
   const void *rowBytes(int64_t n) const { return row(n).p; }
   static constexpr int64_t bytesPer32() { return 16; }
 };
 using DecMXFP4 = DecMXFP4Rows<1>;
 using DecMXFP4Panels = DecMXFP4Rows<kPanelRows>;
+
+/// The family rows::withDecoder() picks from.
+using Decoders =
+    rows::Family<DecF32, DecBF16Rows, DecF16, DecFP8, DecMXFP4Rows>;
 
 /// The tree of Matmul.h: i + (i + 8), + 4, + 2, + 1.
 KILN_AVX512_INLINE float treeSum(__m512 v) {

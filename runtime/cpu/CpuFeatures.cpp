@@ -59,6 +59,7 @@ CpuFeatures detect() {
   const bool tiles = (xcr & 0x60000) == 0x60000; // TILECFG + TILEDATA
   const Regs seven = cpuid(7, 0), sevenOne = cpuid(7, 1);
   f.fma = ymm && bit(one.c, 12);
+  f.f16c = ymm && bit(one.c, 29);
   f.avx2 = ymm && bit(seven.b, 5);
   f.avx512f = zmm && bit(seven.b, 16);
   f.avx512bw = zmm && bit(seven.b, 30);
@@ -100,6 +101,7 @@ std::string CpuFeatures::list() const {
   };
   add(avx2, "avx2");
   add(fma, "fma");
+  add(f16c, "f16c");
   add(avx512f, "avx512f");
   add(avx512bw, "avx512bw");
   add(avx512vl, "avx512vl");
@@ -121,6 +123,8 @@ std::string_view kiln::cpu::cpuPathName(CpuPath path) {
   switch (path) {
   case CpuPath::Scalar:
     return "scalar";
+  case CpuPath::Avx2:
+    return "avx2";
   case CpuPath::Avx512:
     return "avx512";
   }
@@ -149,8 +153,15 @@ bool kiln::cpu::cpuHasAvx512() {
   return f.avx512f && f.avx512bw && f.avx512vl;
 }
 
+bool kiln::cpu::cpuHasAvx2() {
+  const CpuFeatures &f = cpuFeatures();
+  return f.avx2 && f.fma && f.f16c;
+}
+
 CpuPath kiln::cpu::bestCpuPath() {
-  return cpuHasAvx512() ? CpuPath::Avx512 : CpuPath::Scalar;
+  return cpuHasAvx512() ? CpuPath::Avx512
+         : cpuHasAvx2() ? CpuPath::Avx2
+                        : CpuPath::Scalar;
 }
 
 CpuPath kiln::cpu::cpuPath() {
@@ -171,19 +182,24 @@ bool applyPath(std::string_view name, std::string *error) {
     path = bestCpuPath();
   else if (name == "scalar")
     path = CpuPath::Scalar;
+  else if (name == "avx2")
+    path = CpuPath::Avx2;
   else if (name == "avx512")
     path = CpuPath::Avx512;
   else {
     if (error)
       *error = "unknown CPU path '" + std::string(name) +
-               "', expected scalar, avx512 or best";
+               "', expected scalar, avx2, avx512 or best";
     return false;
   }
   if (path > bestCpuPath()) {
     if (error)
-      *error = "CPU path '" + std::string(name) +
-               "' needs AVX-512 F/BW/VL, which this CPU (" +
-               cpuFeatures().model + ") does not have; it can run scalar";
+      *error =
+          "CPU path '" + std::string(name) + "' needs " +
+          (path == CpuPath::Avx512 ? "AVX-512 F/BW/VL" : "AVX2, FMA and F16C") +
+          ", which this CPU (" + cpuFeatures().model +
+          ") does not have; it can run " +
+          std::string(cpuPathName(bestCpuPath()));
     return false;
   }
   forced.store(int(path), std::memory_order_relaxed);

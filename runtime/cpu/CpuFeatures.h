@@ -18,7 +18,7 @@ namespace kiln::cpu {
 
 /// What this CPU and OS can run, from cpuid and XCR0.
 struct CpuFeatures {
-  bool avx2 = false, fma = false;
+  bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false;
   bool avx512bf16 = false, avx512vnni = false, avx512vbmi = false;
   bool amxTile = false, amxBf16 = false, amxInt8 = false;
@@ -31,7 +31,7 @@ struct CpuFeatures {
 const CpuFeatures &cpuFeatures();
 
 /// The kernel paths, lowest first.
-enum class CpuPath { Scalar, Avx512 };
+enum class CpuPath { Scalar, Avx2, Avx512 };
 
 std::string_view cpuPathName(CpuPath path);
 /// The best path this CPU can run.
@@ -39,8 +39,8 @@ CpuPath bestCpuPath();
 /// The path the kernels take: bestCpuPath(), or what $KILN_CPU_PATH or
 /// setCpuPath() chose.
 CpuPath cpuPath();
-/// Forces `name` (scalar, avx512, or best). False, with `error` naming the
-/// value and what this CPU can run, if it is unknown or not runnable here.
+/// Forces `name` (scalar, avx2, avx512, or best). False, with `error` naming
+/// the value and what this CPU can run, if it is unknown or not runnable here.
 bool setCpuPath(std::string_view name, std::string *error);
 
 /// "cpu: MODEL; features: LIST; kernel path: PATH (best here: PATH);
@@ -50,6 +50,11 @@ std::string cpuSummary();
 
 /// True if this CPU has AVX-512 F, BW and VL (and the OS saves ZMM state).
 bool cpuHasAvx512();
+/// True if this CPU has AVX2, FMA and F16C (and the OS saves YMM state).
+bool cpuHasAvx2();
+/// True if the matmuls take their AVX2 + FMA path (a CPU without AVX-512,
+/// or the path forced down to it); the other kernels run scalar there.
+inline bool useAvx2() { return cpuPath() == CpuPath::Avx2; }
 /// True if the kernels take their AVX-512 paths.
 inline bool useAvx512() { return cpuPath() == CpuPath::Avx512; }
 /// True if the int8 dot products (Mxfp4Activations::Int8) take AVX-512 VNNI

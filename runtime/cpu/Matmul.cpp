@@ -45,6 +45,8 @@ void kiln::cpu::matmulRows(const MatmulRows &io, const WeightView &w,
     return matmulRowsBf16(io, w, nBegin, nEnd);
   if (useAvx512())
     matmulRowsAvx512(io, w, nBegin, nEnd);
+  else if (useAvx2())
+    matmulRowsAvx2(io, w, nBegin, nEnd);
   else
     matmulRowsScalar(io, w, nBegin, nEnd);
 }

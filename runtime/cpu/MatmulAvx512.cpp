@@ -363,22 +363,8 @@ KILN_AVX512 void run(const Dec &dec, const MatmulRows &io, int64_t nBegin,
 
 void kiln::cpu::matmulRowsAvx512(const MatmulRows &io, const WeightView &w,
                                  int64_t nBegin, int64_t nEnd) {
-  switch (w.format) {
-  case WeightFormat::F32:
-    return run(DecF32{w}, io, nBegin, nEnd);
-  case WeightFormat::BF16:
-    if (w.panelRows == kPanelRows)
-      return run(DecBF16Panels{w}, io, nBegin, nEnd);
-    return run(DecBF16{w}, io, nBegin, nEnd);
-  case WeightFormat::F16:
-    return run(DecF16{w}, io, nBegin, nEnd);
-  case WeightFormat::FP8:
-    return run(DecFP8{w}, io, nBegin, nEnd);
-  case WeightFormat::MXFP4:
-    if (w.panelRows == kPanelRows)
-      return run(DecMXFP4Panels{w}, io, nBegin, nEnd);
-    return run(DecMXFP4{w}, io, nBegin, nEnd);
-  }
+  rows::withDecoder<Decoders>(
+      w, [&](const auto &dec) { run(dec, io, nBegin, nEnd); });
 }
 
 #else // not x86: never selected (cpuHasAvx512() is false), kept for linking.

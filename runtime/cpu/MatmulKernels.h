@@ -1,6 +1,6 @@
 //===- MatmulKernels.h - Per-ISA matmul implementations ---------*- C++ -*-===//
 //
-// Internal to KilnCpu. Both implementations follow the summation order
+// Internal to KilnCpu. Every implementation follows the summation order
 // documented in Matmul.h; matmulRows() picks one at run time.
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +36,8 @@ void matmulRowsScalar(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                       int64_t nEnd);
 void matmulRowsAvx512(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                       int64_t nEnd);
+void matmulRowsAvx2(const MatmulRows &io, const WeightView &w, int64_t nBegin,
+                    int64_t nEnd);
 
 /// Per-thread scratch reused across calls: `slot` names one of a few
 /// independent buffers (0-3: the kernels; 4: matmul()'s rounded rows). Returns

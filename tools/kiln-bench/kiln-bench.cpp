@@ -98,7 +98,7 @@ Prefill and decode speed of a Kiln artifact on this machine.
   --spec K              greedy decoding with K MTP drafts per round vs none
   --profile             time per kernel kind of the prefill and decode steps
   --cpu-affinity        pin each kernel thread to one CPU
-  --cpu-path PATH       kernel path: best (default), avx512 or scalar
+  --cpu-path PATH       kernel path: best (default), avx512, avx2 or scalar
   --mxfp4-activations f32|int8
                         MXFP4 matmuls: exact FP32 activations (default) or
                         int8 per 32-value block (docs/cpu.md)

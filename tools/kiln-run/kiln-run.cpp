@@ -113,7 +113,7 @@ Common:
   --threads N               kernel threads (default: the CPUs this process
                             may run on)
   --cpu-affinity            pin each kernel thread to one CPU
-  --cpu-path PATH           kernel path: best (default), avx512 or scalar;
+  --cpu-path PATH           kernel path: best (default), avx512, avx2 or scalar;
                             also $KILN_CPU_PATH
   --mxfp4-activations f32|int8
                             MXFP4 matmuls: exact FP32 activations (default)

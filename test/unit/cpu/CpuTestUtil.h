@@ -208,6 +208,23 @@ public:
   ~ScalarScope() { setForceScalar(false); }
 };
 
+/// Makes the matmuls take their AVX2 + FMA path while alive (only where the
+/// CPU has it: cpuHasAvx2()).
+class Avx2Scope {
+public:
+  Avx2Scope() { setCpuPath("avx2", nullptr); }
+  ~Avx2Scope() { setForceScalar(false); }
+};
+
+/// The forced paths this CPU can run below its best: "scalar", and "avx2"
+/// where the CPU has AVX2 and something better.
+inline std::vector<std::string> lowerPaths() {
+  std::vector<std::string> paths = {"scalar"};
+  if (cpuHasAvx2() && bestCpuPath() == CpuPath::Avx512)
+    paths.push_back("avx2");
+  return paths;
+}
+
 /// y, the 1-thread result of x [T, w.cols] · wᵀ, must come out bit for bit
 /// on 2 threads, on the scalar path, and for the last token alone.
 inline void expectSameOnThreadsPathsAndBatch(const std::vector<float> &y,
@@ -216,9 +233,10 @@ inline void expectSameOnThreadsPathsAndBatch(const std::vector<float> &y,
                                              const std::string &what) {
   ThreadPool one(1), two(2);
   EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, w))) << what << " threads";
-  {
-    ScalarScope scalar;
-    EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, w))) << what << " scalar";
+  for (const std::string &path : lowerPaths()) {
+    setCpuPath(path, nullptr);
+    EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, w))) << what << " " << path;
+    setForceScalar(false);
   }
   std::vector<float> last(x.end() - w.cols, x.end());
   EXPECT_TRUE(sameBits(runMatmul(one, last, 1, w),
@@ -236,8 +254,10 @@ inline void expectRowRangesAccumulate(const WeightView &panels,
   for (int64_t T : {1, 3, 11}) {
     std::vector<float> x = randomFloats(rng, T * K);
     std::vector<float> want = runMatmul(one, x, T, panels);
-    for (bool scalar : {false, true}) {
-      setForceScalar(scalar);
+    std::vector<std::string> paths = lowerPaths();
+    paths.insert(paths.begin(), "best");
+    for (const std::string &path : paths) {
+      setCpuPath(path, nullptr);
       std::vector<float> y(size_t(T * N), 1.0f);
       MatmulRows io;
       io.x = x.data();
@@ -253,7 +273,7 @@ inline void expectRowRangesAccumulate(const WeightView &panels,
           const float expect =
               n == 0 || n == N - 1 ? 1.0f : 1.0f + want[t * N + n];
           ASSERT_EQ(y[t * N + n], expect)
-              << "T=" << T << " n=" << n << " scalar=" << scalar;
+              << "T=" << T << " n=" << n << " path " << path;
         }
     }
   }

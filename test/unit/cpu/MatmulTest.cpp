@@ -3,8 +3,8 @@
 // Tolerance: with FP32 fused multiply-adds in 16 lanes and a 4-level tree,
 // |y - y_exact| <= (ceil(K / 16) + 4) * 2^-24 * Σ_k |x_k w_k| (weights
 // decoded exactly); the tests check that bound per element against a double
-// reference on dequantizeRow() weights. The scalar and AVX-512 paths, 1 and
-// 2 threads, and a token alone or in a batch must agree bit for bit.
+// reference on dequantizeRow() weights. The scalar, AVX2 and AVX-512 paths,
+// 1 and 2 threads, and a token alone or in a batch must agree bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,10 +98,11 @@ TEST(Matmul, FP8BlockScalesSpanRowsAndColumns) {
 void expectSingleValues(TestWeight &w, const std::vector<double> &want) {
   ThreadPool pool(2);
   const int64_t n = w.view.rows, k = w.view.cols;
+  std::vector<std::string> paths = lowerPaths();
+  paths.insert(paths.begin(), "best");
   for (int64_t T : {1, 6}) {
-    for (bool scalar : {false, true}) {
-      if (scalar)
-        setForceScalar(true);
+    for (const std::string &path : paths) {
+      setCpuPath(path, nullptr);
       std::vector<float> y =
           runMatmul(pool, std::vector<float>(size_t(T * k), 1.0f), T, w.view);
       setForceScalar(false);
@@ -112,7 +113,7 @@ void expectSingleValues(TestWeight &w, const std::vector<double> &want) {
             EXPECT_TRUE(std::isnan(got)) << "row " << r << " T=" << T;
           else
             EXPECT_EQ(double(got), want[r])
-                << "row " << r << " T=" << T << " scalar=" << scalar;
+                << "row " << r << " T=" << T << " path " << path;
         }
     }
   }
@@ -251,10 +252,13 @@ void checkPanels(WeightFormat format) {
         EXPECT_TRUE(sameBits(want, runMatmul(one, x, T, pm))) << at;
         EXPECT_TRUE(sameBits(want, runMatmul(two, x, T, pm)))
             << at << " threads";
-        {
-          ScalarScope scalar;
+        for (const std::string &path : lowerPaths()) {
+          setCpuPath(path, nullptr);
           EXPECT_TRUE(sameBits(want, runMatmul(two, x, T, pm)))
-              << at << " scalar";
+              << at << " " << path;
+          EXPECT_TRUE(sameBits(want, runMatmul(one, x, T, rm)))
+              << at << " " << path << " rows";
+          setForceScalar(false);
         }
         // A row range that starts inside a panel.
         std::vector<float> y(size_t(T * s.n), 0.0f);
