@@ -4,7 +4,8 @@
 // amdgpu matrix ops follow the lane layouts of MfmaLayout.h / AMDGPU.md
 // section 3: for an MxNxK MFMA (M = N = 16 or 32, one block) lane l
 // supplies row l % M of A and of B (B is read N-major) and the K run
-// [laneK * (l / M), +laneK), laneK = K / (64 / M); the result lane l holds
+// [laneK * (l / M), +laneK), laneK = K / (64 / M) (FP8 in the f8f6f4
+// forms: two halves, Operand below); the result lane l holds
 // C[4 * (l / 16) + i][l % 16] (16x16) or C[8 * (i / 4) + 4 * (l / 32) +
 // i % 4][l % 32] (32x32).
 //
@@ -625,14 +626,25 @@ void accumulate(Interp &in, Operation &op, const Mask &mask, int64_t m,
 }
 
 /// Operand value: element `k` of the m x K matrix row `row` (A; or column of
-/// B), read from the lane that supplies it.
+/// B), read from the lane that supplies it. With `split` (the FP8 operands
+/// of the f8f6f4 MFMAs) the lane's run is two halves of laneK / 2: elements
+/// [0, laneK / 2) are K [laneK / 2 * g, +laneK / 2) of the first half of K,
+/// the rest the same of the second half, g = lane / m.
 struct Operand {
   const Val *v;
   Type elem;
   int64_t m, laneK;
-  double at(unsigned base, int64_t row, int64_t k) const {
-    unsigned lane = unsigned(base + row + m * (k / laneK));
-    Word w = v->width == 1 ? v->at(lane) : v->at(lane, unsigned(k % laneK));
+  bool split = false;
+  int64_t k = 0; // the instruction's K (split only)
+  double at(unsigned base, int64_t row, int64_t kk) const {
+    int64_t group = kk / laneK, e = kk % laneK;
+    if (split) {
+      int64_t half = laneK / 2, inHalf = kk % (k / 2);
+      group = inHalf / half;
+      e = kk / (k / 2) * half + inHalf % half;
+    }
+    unsigned lane = unsigned(base + row + m * group);
+    Word w = v->width == 1 ? v->at(lane) : v->at(lane, unsigned(e));
     if (isa<FloatType>(elem))
       return asF(w);
     return double(sext(w, intWidth(elem)));
@@ -654,14 +666,17 @@ void amdgpuMfma(Interp &in, Operation &op, const Mask &mask) {
     fail("amdgpu.mfma " + llvm::Twine(m) + "x" + llvm::Twine(n) + "x" +
          llvm::Twine(k) + ": operands " + typeString(at) + " do not hold " +
          llvm::Twine(laneK) + " elements per lane");
-  if (isa<FloatType>(ae) && storageBits(ae) <= 8 && k >= 64)
-    fail("amdgpu.mfma with " + typeString(at) +
-         " (f8f6f4 operand layout) is not modelled");
+  // The f8f6f4 forms (K 64 / 128, gfx950): FP8 operands only, both E4M3FN
+  // or E5M2 (the FP6/FP4 runs are not split the same way).
+  bool f8f6f4 = isa<FloatType>(ae) && storageBits(ae) <= 8 && k >= 64;
+  if (f8f6f4 && (storageBits(ae) != 8 || storageBits(elemType(bt)) != 8))
+    fail("amdgpu.mfma with " + typeString(at) + " x " + typeString(bt) +
+         " (f8f6f4 FP6/FP4 operand layout) is not modelled");
   if (elemType(mf.getDestC().getType()).isF64())
     fail("amdgpu.mfma on f64 is not modelled");
   in.requireWholeWaves(op, mask);
-  Operand a{&in.get(mf.getSourceA()), ae, m, laneK};
-  Operand b{&in.get(mf.getSourceB()), elemType(bt), n, laneK};
+  Operand a{&in.get(mf.getSourceA()), ae, m, laneK, f8f6f4, k};
+  Operand b{&in.get(mf.getSourceB()), elemType(bt), n, laneK, f8f6f4, k};
   double sa = mf.getNegateA() ? -1 : 1, sb = mf.getNegateB() ? -1 : 1;
   accumulate(
       in, op, mask, m,
@@ -744,6 +759,25 @@ void amdgpuPackedScaledTrunc(Interp &in, Operation &op, const Mask &mask) {
   in.set(tr.getRes(), std::move(res));
 }
 
+void amdgpuPackedTrunc2xFp8(Interp &in, Operation &op, const Mask &mask) {
+  // v_cvt_pk_{fp8,bf8}_f32: sourceA, sourceB rounded to nearest even into
+  // elements [2 * wordIndex, +2) of `existing` (zeros when absent).
+  auto tr = cast<amdgpu::PackedTrunc2xFp8Op>(op);
+  Type rt = tr.getRes().getType(), re = elemType(rt);
+  const Val &a = in.get(tr.getSourceA());
+  const Val *bv = tr.getSourceB() ? &in.get(tr.getSourceB()) : nullptr;
+  Val res = tr.getExisting() ? in.get(tr.getExisting()) : in.make(rt);
+  unsigned word = tr.getWordIndex();
+  for (unsigned l = 0; l < in.lanes; ++l) {
+    if (!mask[l])
+      continue;
+    res.at(l, 2 * word) = fromF(roundToFloat(re, asF(a.at(l))));
+    res.at(l, 2 * word + 1) =
+        fromF(roundToFloat(re, bv ? asF(bv->at(l)) : 0.0));
+  }
+  in.set(tr.getRes(), std::move(res));
+}
+
 void amdgpuScaledExtPacked(Interp &in, Operation &op, const Mask &mask) {
   auto ex = cast<amdgpu::ScaledExtPackedOp>(op);
   Type rt = ex.getRes().getType(), re = elemType(rt);
@@ -798,5 +832,6 @@ void kiln::rocdl::interp::icore::registerVectorOps(HandlerMap &map) {
   map["amdgpu.mfma"] = amdgpuMfma;
   map["amdgpu.scaled_mfma"] = amdgpuScaledMfma;
   map["amdgpu.packed_scaled_trunc"] = amdgpuPackedScaledTrunc;
+  map["amdgpu.packed_trunc_2xfp8"] = amdgpuPackedTrunc2xFp8;
   map["amdgpu.scaled_ext_packed"] = amdgpuScaledExtPacked;
 }

@@ -20,7 +20,8 @@
 //
 // fp8_gemm (x f32 [M, k], q u8 [n, k], scales f32 [ceil(n/128),
 // ceil(k/128)], y f32 [M, n], i32 M) is the dense BF16 GEMM of GemmTiles.h
-// with FP8 block-scaled weights dequantized in registers (Fp8Gemm below).
+// with FP8 block-scaled weights dequantized in registers (Fp8Gemm below),
+// or with qa = 1 the FP8 MFMAs over in-kernel FP8 activations (Fp8Tiles.h).
 //
 // Matching the CPU (runtime/cpu): ties and NaNs order as RowOps.h says (NaN
 // below every number, ties to the lower index); the divisions the CPU does
@@ -33,7 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/codegen/rocdl/GemmTiles.h"
+#include "passes/codegen/rocdl/Fp8Tiles.h"
 #include "passes/codegen/rocdl/KernelParams.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -617,6 +618,7 @@ struct DataKernel : KernelBody {
 /// Each lane's 8 bytes of a K step (one dwordx2 load) are decoded exactly
 /// with integer ops, scaled by their block's scale and rounded to bf16 in
 /// registers (Bf16Tiles::fp8Weight8); then the bf16 MFMAs of Bf16Tiles.
+/// With qa = 1 the native FP8 recipe instead (Fp8Tiles.h).
 struct Fp8Gemm : Bf16Tiles {
   using Bf16Tiles::Bf16Tiles;
 
@@ -641,8 +643,12 @@ struct Fp8Gemm : Bf16Tiles {
       wRows.push_back(
           ir.min(t.tileCol(bx, nt) * kTile + operandRow(lane), ir.idx(n - 1)));
     SmallVector<Value> acc(t.mTiles * t.nTiles, zeroAcc());
-    fp8 = Fp8{{scales}, std::nullopt};
-    acc = kLoop(x, {q}, lane, rowIdx, wRows, acc);
+    if (params<Fp8GemmParams>(symbolSpec).qa == 1) {
+      acc = Fp8Tiles(b, spec, {scales}).kLoop(x, {q}, lane, rowIdx, wRows, acc);
+    } else {
+      fp8 = Fp8{{scales}, std::nullopt};
+      acc = kLoop(x, {q}, lane, rowIdx, wRows, acc);
+    }
     storeResults(y, lane, bx, by, rows, acc);
     gpu::ReturnOp::create(b);
   }

@@ -191,7 +191,8 @@ std::string kiln::rocdl::validateDataSpec(const KernelSpec &spec) {
     c.positive("n", p.n)
         .positive("k", p.k)
         .oneOf("mt", p.mt, 1, 4)
-        .oneOf("nt", p.nt, 1, 8);
+        .oneOf("nt", p.nt, 1, 8)
+        .oneOf("qa", p.qa, 0, 1);
     c.require(p.k % 32 == 0, "K must be a multiple of 32, got " + str(p.k));
     c.require(spec.blockSize() == 64, "runs one wave per workgroup (wg 64)");
     c.below31(p.n * p.k, "the weight's elements");

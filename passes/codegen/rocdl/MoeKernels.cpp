@@ -28,7 +28,8 @@
 //               grid (ceil(I / (16 nt)), max blocks)
 //     One wave per (block, N range): gathers the block's token rows, runs
 //     the MfmaLayout GEMM recipe (GemmTiles.h; FP8 weights take the BF16
-//     recipe, decoded to bf16 in registers) against the expert's gate and
+//     recipe, decoded to bf16 in registers, or with qa = 1 the FP8 MFMAs
+//     over in-kernel FP8 activations, Fp8Tiles.h) against the expert's gate and
 //     up with shared activations, and writes silu(gate) * up to the pair's
 //     row of act. Blocks past meta[0] exit at once.
 //  moe_down    (f32 act, down, sorted, blockExpert, meta, f32 y[R * topk, H],
@@ -43,7 +44,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/codegen/rocdl/GemmTiles.h"
+#include "passes/codegen/rocdl/Fp8Tiles.h"
 #include "passes/codegen/rocdl/KernelParams.h"
 
 #include <cmath>
@@ -425,6 +426,7 @@ struct MoeKernel : KernelBody {
     g.mt = d.mt;
     g.nt = d.nt;
     g.fmt = d.fmt;
+    g.qa = d.qa.get();
     return g;
   }
 
@@ -520,9 +522,6 @@ struct MoeKernel : KernelBody {
       } else {
         // BF16 rows count from the stack's first row; FP8 rows are the
         // expert matrix's (its scales are per matrix).
-        Bf16Tiles tiles(b, g);
-        if (fp8)
-          tiles.fp8 = Bf16Tiles::Fp8{fp8Scales, expert};
         SmallVector<IrIndex> wRows;
         for (int64_t nt = 0; nt < nTiles; ++nt) {
           IrIndex row =
@@ -530,7 +529,15 @@ struct MoeKernel : KernelBody {
                      ir.idx(n - 1));
           wRows.push_back(fp8 ? row : expert * n + row);
         }
-        acc = tiles.kLoop(x, bfWeights, lane, rowIdx, wRows, acc);
+        if (fp8 && p.qa == 1) {
+          acc = Fp8Tiles(b, g, fp8Scales, expert)
+                    .kLoop(x, bfWeights, lane, rowIdx, wRows, acc);
+        } else {
+          Bf16Tiles tiles(b, g);
+          if (fp8)
+            tiles.fp8 = Bf16Tiles::Fp8{fp8Scales, expert};
+          acc = tiles.kLoop(x, bfWeights, lane, rowIdx, wRows, acc);
+        }
       }
       // Results: lane holds rows resultRow(lane, i) of each tile.
       int64_t perWeight = mTiles * nTiles;

@@ -58,6 +58,10 @@ template <typename P> void checkExpertGemm(Check &c, const P &p, int64_t wg) {
   c.range("mt", p.mt, 1, 2);
   c.range("nt", p.nt, 1, 4);
   int64_t fmt = c.range("fmt", p.fmt, 0, 2);
+  int64_t qa = c.range("qa", p.qa.get(), 0, 1);
+  c.require(qa == 0 || fmt == 2,
+            "qa (FP8 activations) needs FP8 weights (fmt 2), got fmt " +
+                std::to_string(fmt));
   c.require(wg == kWaveSize, "the workgroup must be one wave (64)");
   c.require(k % 32 == 0,
             "K must be a multiple of 32, got " + std::to_string(k));

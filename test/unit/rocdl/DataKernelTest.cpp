@@ -13,11 +13,15 @@
 // |gamma| + |beta|) + 1e-6 (the GPU forms mean and variance in f32).
 // fp8_gemm: every decoded weight bit-exact after the bf16 rounding (x =
 // identity rows); vs cpu::matmul |gpu - cpu| <= 2^-7 * sum |x| |w| (x and W
-// are rounded to bf16 before the MFMA, as in the gfx942 MXFP4 recipe).
+// are rounded to bf16 before the MFMA, as in the gfx942 MXFP4 recipe);
+// with qa = 1 (FP8 activations, FP8 MFMAs) bit equality with
+// Fp8Reference.h, which quantizes the activations as the kernel does.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tools/gpu-interp/KernelInterpreter.h"
+
+#include "test/unit/rocdl/Fp8Reference.h"
 
 #include "passes/codegen/rocdl/KernelParams.h"
 #include "passes/emit/GpuLaunch.h"
@@ -708,6 +712,60 @@ TEST(DataKernel, Fp8GemmMatchesCpuMatmul) {
     RecordProperty("fp8_gemm_max_err_over_abs_dot_m" + std::to_string(t.m),
                    sci(worst));
   }
+}
+
+TEST(DataKernel, Fp8GemmNativeMatchesReference) {
+  // qa = 1 (Fp8Tiles.h): bit for bit the reference that quantizes the
+  // activations per 1 x 128 block as the kernel does (Fp8Reference.h), on
+  // both chips: partial M and N tiles, K a multiple of 32 but not of 128
+  // (288, 160, 32), N over three scale rows, an all-zero row (scale 0) and
+  // a row with an outlier. The errors of both paths against cpu::matmul (f32
+  // activations) are recorded as relative L2 norms.
+  struct Case {
+    int64_t m, n, k, mt, nt;
+  };
+  cpu::ThreadPool pool(1);
+  for (Chip chip : {Chip::Gfx950, Chip::Gfx942})
+    for (Case t : {Case{5, 150, 288, 1, 4}, Case{37, 40, 160, 2, 3},
+                   Case{1, 16, 32, 1, 1}, Case{3, 300, 384, 1, 4}}) {
+      Fp8Weight w = randomFp8(t.n, t.k, uint32_t(t.n + t.k));
+      std::vector<float> x = randomFloats(size_t(t.m * t.k), 83);
+      if (t.m >= 3) {
+        std::fill_n(x.begin() + t.k, t.k, 0.0f);
+        x[size_t(2 * t.k + 5)] = 300.0f;
+      }
+      KernelSpec s = spec(KernelKind::Fp8Gemm,
+                          {{"n", t.n},
+                           {"k", t.k},
+                           {"mt", t.mt},
+                           {"nt", t.nt},
+                           {"wg", 64},
+                           {"waves", 4},
+                           {"qa", 1}},
+                          chip);
+      ASSERT_EQ(s.validate(), "");
+      std::vector<float> y = runFp8(s, w, x, t.m);
+      std::vector<float> want =
+          fp8ref::gemm(x.data(), t.m, w.q.data(), w.scales.data(), t.n, t.k,
+                       chip == Chip::Gfx950);
+      expectSameBits(y, want, s.symbol().c_str());
+      std::vector<float> f32(y.size());
+      cpu::matmul(pool, x.data(), t.m, w.view(), f32.data());
+      std::vector<float> bf16 =
+          runFp8(fp8Spec(t.n, t.k, t.mt, t.nt), w, x, t.m);
+      auto relL2 = [&](const std::vector<float> &a) {
+        double num = 0, den = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          num += (double(a[i]) - f32[i]) * (double(a[i]) - f32[i]);
+          den += double(f32[i]) * f32[i];
+        }
+        return std::sqrt(num / den);
+      };
+      std::string tag = std::string(chipInfo(chip).name) + "_m" +
+                        std::to_string(t.m) + "_k" + std::to_string(t.k);
+      RecordProperty("fp8_native_rel_l2_" + tag, sci(relL2(y)));
+      RecordProperty("fp8_bf16_rel_l2_" + tag, sci(relL2(bf16)));
+    }
 }
 
 //===----------------------------------------------------------------------===//

@@ -622,4 +622,134 @@ module attributes {gpu.container_module} {
           << "lane " << l << " register " << r;
 }
 
+TEST(InterpSemantics, Fp8MfmaFollowsTheLaneTable) {
+  // 16x16x128 f8f6f4 with E4M3FN operands (gfx950): lane l holds K
+  // [16 (l / 16), +16) of the first 64 K in bytes 0..15 and the same of the
+  // second 64 in bytes 16..31. A[3][77] is lane 3, byte 16 + 13; B[77][9]
+  // lane 9, byte 29; A[5][40] lane 5 + 32, byte 8; B[40][9] lane 41, byte 8.
+  // 16x16x32 with E4M3FNUZ (gfx942): lane l holds K [8 (l / 16), +8); the
+  // code read as FNUZ is half its E4M3FN value, and 0x80 is NaN.
+  mlir::MLIRContext context;
+  auto module = parse(context, R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%a: memref<2048xi8>, %b: memref<2048xi8>, %a2: memref<512xi8>,
+                %b2: memref<512xi8>, %c: memref<256xf32>, %c2: memref<256xf32>)
+        kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %t = gpu.thread_id x
+      %c32 = arith.constant 32 : index
+      %c8 = arith.constant 8 : index
+      %c4 = arith.constant 4 : index
+      %off = arith.muli %t, %c32 : index
+      %av = vector.load %a[%off] : memref<2048xi8>, vector<32xi8>
+      %bv = vector.load %b[%off] : memref<2048xi8>, vector<32xi8>
+      %af = vector.bitcast %av : vector<32xi8> to vector<32xf8E4M3FN>
+      %bf = vector.bitcast %bv : vector<32xi8> to vector<32xf8E4M3FN>
+      %z = arith.constant dense<0.5> : vector<4xf32>
+      %r = amdgpu.mfma 16x16x128 %af * %bf + %z blgp = none
+        : vector<32xf8E4M3FN>, vector<32xf8E4M3FN>, vector<4xf32>
+      %o = arith.muli %t, %c4 : index
+      vector.store %r, %c[%o] : memref<256xf32>, vector<4xf32>
+      %off2 = arith.muli %t, %c8 : index
+      %av2 = vector.load %a2[%off2] : memref<512xi8>, vector<8xi8>
+      %bv2 = vector.load %b2[%off2] : memref<512xi8>, vector<8xi8>
+      %af2 = vector.bitcast %av2 : vector<8xi8> to vector<8xf8E4M3FNUZ>
+      %bf2 = vector.bitcast %bv2 : vector<8xi8> to vector<8xf8E4M3FNUZ>
+      %r2 = amdgpu.mfma 16x16x32 %af2 * %bf2 + %z blgp = none
+        : vector<8xf8E4M3FNUZ>, vector<8xf8E4M3FNUZ>, vector<4xf32>
+      vector.store %r2, %c2[%o] : memref<256xf32>, vector<4xf32>
+      gpu.return
+    }
+  }
+}
+)mlir");
+  ASSERT_TRUE(module);
+  std::vector<uint8_t> a(2048, 0), b(2048, 0), a2(512, 0), b2(512, 0);
+  std::vector<float> c(256, std::nanf("")), c2(256, std::nanf(""));
+  a[3 * 32 + 29] = 0x40; // 2.0
+  b[9 * 32 + 29] = 0xC4; // -3.0
+  a[37 * 32 + 8] = 0x01; // 2^-9 (the smallest subnormal)
+  b[41 * 32 + 8] = 0x7E; // 448
+  a2[19 * 8 + 1] = 0x48; // A[3][9]: FNUZ 2.0
+  b2[23 * 8 + 1] = 0xC0; // B[9][7]: FNUZ -1.0
+  a2[1 * 8 + 0] = 0x80;  // A[1][0]: NaN
+  ASSERT_EQ(runKernel(*module, "k", {1, 1, 1},
+                      {KernelArg::of(a), KernelArg::of(b), KernelArg::of(a2),
+                       KernelArg::of(b2), KernelArg::of(c), KernelArg::of(c2)}),
+            "");
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < 4; ++r) {
+      // C[3][9]: lane 9, register 3; C[5][9]: lane 9 + 16, register 1.
+      float want = l == 9 && r == 3    ? 0.5f - 6.0f
+                   : l == 25 && r == 1 ? 0.5f + 0.875f
+                                       : 0.5f;
+      EXPECT_EQ(c[size_t(4 * l + r)], want) << "lane " << l << " reg " << r;
+      // C[3][7]: lane 7, register 3; row 1 (lanes 0..15, register 1) NaN.
+      float got = c2[size_t(4 * l + r)];
+      if (l < 16 && r == 1)
+        EXPECT_TRUE(std::isnan(got)) << "lane " << l;
+      else
+        EXPECT_EQ(got, l == 7 && r == 3 ? -1.5f : 0.5f)
+            << "lane " << l << " reg " << r;
+    }
+}
+
+TEST(InterpSemantics, PackedTruncToFp8RoundsToNearestEven) {
+  // v_cvt_pk_fp8_f32: two f32 into word 0 or 1 of four E4M3FN codes.
+  mlir::MLIRContext context;
+  auto module = parse(context, R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%x: memref<512xf32>, %y: memref<128xi32>) kernel
+        attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %t = gpu.thread_id x
+      %c8 = arith.constant 8 : index
+      %c2 = arith.constant 2 : index
+      %o = arith.muli %t, %c8 : index
+      %v = vector.load %x[%o] : memref<512xf32>, vector<8xf32>
+      %e0 = vector.extract %v[0] : f32 from vector<8xf32>
+      %e1 = vector.extract %v[1] : f32 from vector<8xf32>
+      %e2 = vector.extract %v[2] : f32 from vector<8xf32>
+      %e3 = vector.extract %v[3] : f32 from vector<8xf32>
+      %e4 = vector.extract %v[4] : f32 from vector<8xf32>
+      %e5 = vector.extract %v[5] : f32 from vector<8xf32>
+      %e6 = vector.extract %v[6] : f32 from vector<8xf32>
+      %e7 = vector.extract %v[7] : f32 from vector<8xf32>
+      %w0 = amdgpu.packed_trunc_2xfp8 %e0, %e1 into undef[word 0] : f32 to vector<4xf8E4M3FN>
+      %w1 = amdgpu.packed_trunc_2xfp8 %e2, %e3 into %w0[word 1] : f32 to vector<4xf8E4M3FN> into vector<4xf8E4M3FN>
+      %u0 = amdgpu.packed_trunc_2xfp8 %e4, %e5 into undef[word 0] : f32 to vector<4xf8E4M3FNUZ>
+      %u1 = amdgpu.packed_trunc_2xfp8 %e6, %e7 into %u0[word 1] : f32 to vector<4xf8E4M3FNUZ> into vector<4xf8E4M3FNUZ>
+      %i0 = vector.bitcast %w1 : vector<4xf8E4M3FN> to vector<1xi32>
+      %i1 = vector.bitcast %u1 : vector<4xf8E4M3FNUZ> to vector<1xi32>
+      %s0 = vector.extract %i0[0] : i32 from vector<1xi32>
+      %s1 = vector.extract %i1[0] : i32 from vector<1xi32>
+      %p = arith.muli %t, %c2 : index
+      memref.store %s0, %y[%p] : memref<128xi32>
+      %c1 = arith.constant 1 : index
+      %p1 = arith.addi %p, %c1 : index
+      memref.store %s1, %y[%p1] : memref<128xi32>
+      gpu.return
+    }
+  }
+}
+)mlir");
+  ASSERT_TRUE(module);
+  std::vector<float> x(512, 0.0f);
+  // Ties to even: 1 + 1/16 -> 1.0 (0x38), 1 + 3/16 -> 1.25 (0x3A); 448
+  // (0x7E); 3 * 2^-10, halfway between subnormals 1 and 2 -> 2 (0x02).
+  // As FNUZ (bias 8): 0.5 -> 0x38, -224 -> 0xFE, -2^-12 (below half the
+  // smallest subnormal 2^-10) -> +0, never 0x80.
+  const float in[8] = {1.0625f, 1.1875f, 448.0f,    3.0f * 0x1p-10f,
+                       0.5f,    -224.0f, -0x1p-12f, 1.0f};
+  for (int i = 0; i < 8; ++i)
+    x[size_t(i)] = in[i];
+  std::vector<int32_t> y(128, -1);
+  ASSERT_EQ(
+      runKernel(*module, "k", {1, 1, 1}, {KernelArg::of(x), KernelArg::of(y)}),
+      "");
+  EXPECT_EQ(uint32_t(y[0]), 0x027E3A38u);
+  EXPECT_EQ(uint32_t(y[1]), 0x4000FE38u);
+  EXPECT_EQ(y[2], 0); // lane 1: all zeros
+}
+
 } // namespace
