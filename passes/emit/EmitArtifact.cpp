@@ -155,7 +155,7 @@ Status kiln::compileArtifact(mlir::ModuleOp module, const ModelFacts &model,
       ProgramSpec program,
       buildPrograms(module, options.hostKernels && cpu,
                     chips.empty() ? std::string() : options.targets,
-                    options.decodeAttention));
+                    options.decodeAttention, options.fp8Gemm));
   KILN_ASSIGN_OR_RETURN(auto gpuLaunches, readGpuLaunches(module));
 
   std::string dir = checkpointDir;

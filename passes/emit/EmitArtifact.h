@@ -47,6 +47,10 @@ struct CompileOptions {
   /// (token, head), keys split) or "mfma" (16 heads a workgroup on the
   /// matrix units); kiln-compile --gpu-decode-attention.
   std::string decodeAttention = "vector";
+  /// GPU targets: GEMMs over FP8 block-scaled weights, "bf16" (weights
+  /// decoded to bf16, bf16 MFMAs) or "fp8" (activations quantized to FP8
+  /// per 1 x 128 block, FP8 MFMAs); kiln-compile --gpu-fp8-gemm.
+  std::string fp8Gemm = "bf16";
 };
 
 /// Lowers the fused module to execution plans, streams the weights from

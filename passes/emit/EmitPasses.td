@@ -42,6 +42,11 @@ def KilnLowerGpuLaunchesPass
            "workgroups) or mfma (f32 MFMAs: 16 heads a workgroup sharing "
            "the latent rows they read; indexer tiles of 16 keys x 16 "
            "heads)">,
+    Option<"fp8Gemm", "fp8-gemm", "std::string", "\"bf16\"",
+           "GEMMs over Fp8Block128 weights (dense and MoE experts): bf16 "
+           "(the weights decoded to bf16 in registers, bf16 activations, "
+           "bf16 MFMAs) or fp8 (the activations quantized to FP8 per 1 x "
+           "128 block in the kernel, FP8 MFMAs)">,
   ];
   let dependentDialects = ["::kiln::plan::PlanDialect"];
 }

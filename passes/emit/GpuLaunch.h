@@ -123,6 +123,9 @@ struct GpuDispatchContext {
   /// workgroup) where its shape allows; kiln-lower-gpu-launches
   /// decode-attention=mfma.
   bool mfmaDecodeAttention = false;
+  /// GEMMs over Fp8Block128 weights on the FP8 MFMAs with FP8 activations
+  /// (the kernels' qa = 1); kiln-lower-gpu-launches fp8-gemm=fp8.
+  bool fp8Activations = false;
 
   size_t argCount() const { return dispatch.args.size(); }
   bool isBuffer(size_t i) const;
@@ -148,8 +151,10 @@ std::optional<GpuDispatchLowering>
 lowerAttentionDispatch(const GpuDispatchContext &);
 
 /// The fp8_gemm with the tiling of `bf16Gemm` (a Bf16Gemm spec whose tiling
-/// is chosen): one wave per workgroup, 128 VGPRs (GpuLowerData.cpp).
-rocdl::Fp8GemmParams fp8GemmParams(const rocdl::KernelSpec &bf16Gemm);
+/// is chosen): one wave per workgroup, 128 VGPRs (GpuLowerData.cpp); with
+/// `fp8Activations` the native FP8 recipe (qa = 1).
+rocdl::Fp8GemmParams fp8GemmParams(const rocdl::KernelSpec &bf16Gemm,
+                                   bool fp8Activations);
 
 /// All of them: the lowering of any dispatch, or nullopt.
 std::optional<GpuDispatchLowering>

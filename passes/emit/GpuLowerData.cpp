@@ -34,7 +34,8 @@ int64_t widthFor(int64_t v) { return v % 4 == 0 ? 4 : 1; }
 
 } // namespace
 
-Fp8GemmParams kiln::emit::fp8GemmParams(const KernelSpec &bf16Gemm) {
+Fp8GemmParams kiln::emit::fp8GemmParams(const KernelSpec &bf16Gemm,
+                                        bool fp8Activations) {
   Fp8GemmParams p;
   p.n = bf16Gemm.n;
   p.k = bf16Gemm.k;
@@ -42,6 +43,8 @@ Fp8GemmParams kiln::emit::fp8GemmParams(const KernelSpec &bf16Gemm) {
   p.nt = bf16Gemm.tiling.nTiles;
   p.wg = kWaveSize;
   p.waves = 4;
+  if (fp8Activations)
+    p.qa = 1;
   return p;
 }
 
@@ -342,7 +345,7 @@ struct Lowerer {
     shape.m = c.plan.name == "decode" ? 1 : 64;
     shape.chooseTiling();
     GpuLaunchSpec l;
-    l.spec = makeSpec(fp8GemmParams(shape));
+    l.spec = makeSpec(fp8GemmParams(shape, c.fp8Activations));
     l.grid = {gridFixed(shape.tiling.gridX(n)),
               GpuGridAxis{1, 0, kTile * shape.tiling.mTiles}, gridFixed(1)};
     l.args = {argData(0), argData(1), argScales(1), argData(2), argRows()};

@@ -86,7 +86,7 @@ std::optional<GpuLaunchSpec> gemmLaunch(const GpuDispatchContext &c, size_t w,
             GpuGridAxis{1, 0, kTile * s.tiling.mTiles}, gridFixed(1)};
   if (format == 2) {
     // fp8_gemm with the BF16 GEMM's tiling.
-    l.spec = makeSpec(fp8GemmParams(s));
+    l.spec = makeSpec(fp8GemmParams(s, c.fp8Activations));
   }
   if (format == 1)
     l.args = {x, argData(uint32_t(w)), y, argRows()};
@@ -200,8 +200,14 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
   // P: MoeGateUpParams or MoeDownParams, the same fields.
   auto expertParams = [&](auto p, int64_t n, int64_t k) {
     // BF16 gate_up loads two weights' rows per N tile and step: at 4 waves
-    // (128 VGPRs) it keeps to 2 N tiles.
-    bool narrow = p.kind == KernelKind::MoeGateUp && fmt == 1 && mTiles == 1;
+    // (128 VGPRs) it keeps to 2 N tiles. FP8 gate_up with FP8 activations
+    // (32 bytes of each weight per N tile and block, 32 activations to
+    // quantize) keeps to 2 N tiles at 2 waves: at 4 LLVM spills a few
+    // VGPRs on one chip or the other (moe.test).
+    bool fp8GateUp =
+        p.kind == KernelKind::MoeGateUp && fmt == 2 && c.fp8Activations;
+    bool narrow = p.kind == KernelKind::MoeGateUp && (fmt == 1 || fp8GateUp) &&
+                  mTiles == 1;
     int64_t nTiles = std::clamp<int64_t>(ceilDiv(n, kTile), 1, narrow ? 2 : 4);
     p.e = e;
     p.n = n;
@@ -210,8 +216,10 @@ kiln::emit::lowerMoeDispatch(const GpuDispatchContext &c) {
     p.mt = mTiles;
     p.nt = nTiles;
     p.fmt = fmt;
+    if (fmt == 2 && c.fp8Activations)
+      p.qa = 1;
     p.wg = kWaveSize;
-    p.waves = mTiles > 1 ? 2 : 4;
+    p.waves = mTiles > 1 || fp8GateUp ? 2 : 4;
     return p;
   };
   auto weightArgs = [&](uint32_t i) {

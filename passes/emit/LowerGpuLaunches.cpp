@@ -82,6 +82,11 @@ struct LowerGpuLaunchesPass
                          << "', expected vector or mfma";
       return signalPassFailure();
     }
+    if (fp8Gemm != "bf16" && fp8Gemm != "fp8") {
+      module.emitError() << "fp8-gemm '" << fp8Gemm
+                         << "', expected bf16 or fp8";
+      return signalPassFailure();
+    }
     const bool cpu = targetsIncludeCpu(targets);
     Result<ProgramSpec> program = readPrograms(module);
     if (!program.isOk()) {
@@ -104,8 +109,9 @@ struct LowerGpuLaunchesPass
         const DispatchSpec &d = plan.dispatches[index];
         op.removeGpuLaunchesAttr();
         op.removeGpuScratchAttr();
-        std::optional<GpuDispatchLowering> lowering = lowerGpuDispatch(
-            {plan, d, *program, forms, decodeAttention == "mfma"});
+        std::optional<GpuDispatchLowering> lowering =
+            lowerGpuDispatch({plan, d, *program, forms,
+                              decodeAttention == "mfma", fp8Gemm == "fp8"});
         if (!lowering) {
           if (!cpu) {
             op.emitError() << "plan '" << plan.name << "' dispatch " << index

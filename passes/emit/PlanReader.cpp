@@ -123,10 +123,9 @@ Result<ProgramSpec> kiln::emit::readPrograms(ModuleOp module) {
   return program;
 }
 
-Result<ProgramSpec>
-kiln::emit::buildPrograms(ModuleOp module, bool hostKernels,
-                          const std::string &gpuTargets,
-                          const std::string &decodeAttention) {
+Result<ProgramSpec> kiln::emit::buildPrograms(
+    ModuleOp module, bool hostKernels, const std::string &gpuTargets,
+    const std::string &decodeAttention, const std::string &fp8Gemm) {
   MLIRContext *context = module.getContext();
   std::string errors;
   ScopedDiagnosticHandler handler(context, [&](Diagnostic &d) {
@@ -144,6 +143,7 @@ kiln::emit::buildPrograms(ModuleOp module, bool hostKernels,
     KilnLowerGpuLaunchesPassOptions gpu;
     gpu.targets = gpuTargets;
     gpu.decodeAttention = decodeAttention;
+    gpu.fp8Gemm = fp8Gemm;
     pm.addPass(createKilnLowerGpuLaunchesPass(gpu));
   }
   if (failed(pm.run(module)))

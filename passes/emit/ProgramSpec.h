@@ -90,11 +90,13 @@ Result<ProgramSpec> readPrograms(mlir::ModuleOp module);
 /// kiln-select-host-kernels and, when `gpuTargets` (kiln-compile's
 /// --target list) names a GPU, kiln-lower-gpu-launches on a fused module
 /// (which they rewrite) and reads the result. Errors name the op and its
-/// location. `decodeAttention`: kiln-lower-gpu-launches' option.
-Result<ProgramSpec>
-buildPrograms(mlir::ModuleOp module, bool hostKernels = false,
-              const std::string &gpuTargets = "",
-              const std::string &decodeAttention = "vector");
+/// location. `decodeAttention`, `fp8Gemm`: kiln-lower-gpu-launches'
+/// options.
+Result<ProgramSpec> buildPrograms(mlir::ModuleOp module,
+                                  bool hostKernels = false,
+                                  const std::string &gpuTargets = "",
+                                  const std::string &decodeAttention = "vector",
+                                  const std::string &fp8Gemm = "bf16");
 
 } // namespace kiln::emit
 

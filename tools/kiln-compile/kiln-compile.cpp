@@ -141,6 +141,15 @@ static cl::opt<std::string> gpuDecodeAttention(
              "tile; for large batches)"),
     cl::init("vector"), cl::cat(category));
 
+static cl::opt<std::string> gpuFp8Gemm(
+    "gpu-fp8-gemm",
+    cl::desc("GPU targets: GEMMs over FP8 block-scaled weights, bf16 "
+             "(default: the weights decoded to bf16 in registers, bf16 "
+             "activations and MFMAs) or fp8 (the activations quantized to "
+             "FP8 per 1 x 128 block in the kernel, FP8 MFMAs; W8A8 "
+             "numerics, docs/gpu.md)"),
+    cl::init("bf16"), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "kiln-compile: " << message << "\n";
   return 1;
@@ -213,6 +222,9 @@ int main(int argc, char **argv) {
   if (gpuDecodeAttention != "vector" && gpuDecodeAttention != "mfma")
     return fail("--gpu-decode-attention must be vector or mfma, found '" +
                 gpuDecodeAttention + "'");
+  if (gpuFp8Gemm != "bf16" && gpuFp8Gemm != "fp8")
+    return fail("--gpu-fp8-gemm must be bf16 or fp8, found '" + gpuFp8Gemm +
+                "'");
   if (moeExchange != "gather" && moeExchange != "all-to-all")
     return fail("--moe-exchange must be gather or all-to-all, found '" +
                 moeExchange + "'");
@@ -286,6 +298,7 @@ int main(int argc, char **argv) {
     options.tensorParallel = tensorParallel;
     options.attentionDataParallel = dpAttention;
     options.decodeAttention = gpuDecodeAttention;
+    options.fp8Gemm = gpuFp8Gemm;
     for (int rank = 0; rank < ranks; ++rank) {
       // Each rank's share, from its own copy of the module.
       mlir::OwningOpRef<mlir::ModuleOp> part = module->clone();
@@ -337,6 +350,7 @@ int main(int argc, char **argv) {
       kiln::KilnLowerGpuLaunchesPassOptions gpu;
       gpu.targets = targets;
       gpu.decodeAttention = gpuDecodeAttention;
+      gpu.fp8Gemm = gpuFp8Gemm;
       pm.addPass(kiln::createKilnLowerGpuLaunchesPass(gpu));
     }
     if (failed(pm.run(*module)))

@@ -12,8 +12,11 @@
 //      in f32 rounded to bf16, as the kernels decode them), sums in
 //      double: relative L2 error below 1e-5 (f32 sum order, sigmoid/exp2
 //      ulps; a rounding-boundary flip of one activation would show); and
+//      With FP8 activations (qa): E4M3FN per 1 x 128 block, scale amax /
+//      448, weights q * s in f32, as Fp8Reference.h.
 //  (b) cpu::moeForward on the raw f32 activations: relative L2 below 2e-2
-//      with bf16 activations (FP8: also the bf16 rounding of q * s), 0.35
+//      with bf16 activations (FP8: also the bf16 rounding of q * s), 0.1
+//      with FP8 activations (qa), 0.35
 //      with gfx950's MXFP4 activations (W4A4: two MXFP4 roundings of the
 //      activations, ~0.2 observed).
 // A negative control routes without the score-correction bias; the
@@ -22,6 +25,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/gpu-interp/KernelInterpreter.h"
+
+#include "test/unit/rocdl/Fp8Reference.h"
 
 #include "passes/codegen/rocdl/MxWeightShuffle.h"
 #include "passes/emit/GpuLaunch.h"
@@ -51,6 +56,7 @@ struct Case {
   Chip chip = Chip::Gfx950;
   bool mxfp4 = true;
   bool fp8 = false; // with mxfp4 = false: FP8 block-128 experts
+  bool qa = false;  // with fp8: FP8 activations and MFMAs (--gpu-fp8-gemm=fp8)
   bool routerBf16 = false;
   int64_t experts = 8, hidden = 256, inter = 128, topk = 4;
   int64_t groups = 1, topkGroup = 1;
@@ -65,7 +71,7 @@ struct Case {
                  : "_bf16")
        << "_h" << hidden << "_i" << inter << "_k" << topk << "_g" << groups
        << (shared ? "_shared" : "") << "_t" << tokens
-       << (decode ? "_decode" : "_prefill");
+       << (decode ? "_decode" : "_prefill") << (qa ? "_qa" : "");
     return os.str();
   }
 };
@@ -147,8 +153,11 @@ TestWeight makeMx(int64_t count, int64_t n, int64_t k, std::mt19937 &rng) {
 /// FP8 block-128 weights like a checkpoint's: codes near N(0, 32^2) (amax
 /// near the E4M3 range) with one in 16 a uniformly random code of magnitude
 /// at most 2 (subnormals and zeros included, no NaN), and per 128 x 128
-/// block a scale of 2^[-2, 1] * U(0.75, 1.25) / (32 sqrt(k)).
-TestWeight makeFp8(int64_t count, int64_t n, int64_t k, std::mt19937 &rng) {
+/// block a scale of 2^[-2, 1] * U(0.75, 1.25) / (32 sqrt(k)). `values`
+/// are q * s rounded to bf16 as the bf16 path decodes them, or with `exact`
+/// (the FP8 MFMAs take the codes) q * s in f32.
+TestWeight makeFp8(int64_t count, int64_t n, int64_t k, std::mt19937 &rng,
+                   bool exact) {
   // Non-negative codes 0x00..0x7E by value, for rounding to nearest.
   std::vector<std::pair<float, uint8_t>> table;
   for (int c = 0; c < 0x7f; ++c)
@@ -193,7 +202,7 @@ TestWeight makeFp8(int64_t count, int64_t n, int64_t k, std::mt19937 &rng) {
         size_t i = size_t((e * n + r) * k + c);
         float v = cpu::e4m3ToFloat(w.raw[i]) *
                   scales[size_t((e * nb + r / 128) * kb + c / 128)];
-        w.values[i] = cpu::bf16ToFloat(cpu::floatToBf16(v));
+        w.values[i] = exact ? v : cpu::bf16ToFloat(cpu::floatToBf16(v));
       }
   return w;
 }
@@ -244,7 +253,7 @@ struct MoeFixture {
       if (c.mxfp4)
         return makeMx(count, n, k, rng);
       if (c.fp8)
-        return makeFp8(count, n, k, rng);
+        return makeFp8(count, n, k, rng, c.qa);
       return makeDense(count, n, k, true, rng, 1.0f / std::sqrt(float(k)));
     };
     gate = expert(e, in, h);
@@ -312,6 +321,23 @@ struct MoeFixture {
               cpu::e2m1ToFloat(code) * cpu::e8m0ToFloat(scales[size_t(i / 32)]);
         }
       }
+      return out;
+    }
+    if (cs.qa) {
+      // E4M3FN per 1 x 128 block, scale amax / 448 (Fp8Reference.h).
+      for (size_t r = 0; r < a.size() / size_t(k); ++r)
+        for (int64_t k0 = 0; k0 < k; k0 += 128) {
+          const float *x = &a[r * size_t(k) + size_t(k0)];
+          int64_t len = std::min<int64_t>(128, k - k0);
+          float amax = 0.0f;
+          for (int64_t i = 0; i < len; ++i)
+            amax = std::max(amax, std::fabs(x[i]));
+          float inv = amax > 0.0f ? 448.0f / amax : 0.0f;
+          for (int64_t i = 0; i < len; ++i)
+            out[r * size_t(k) + size_t(k0 + i)] =
+                float(fp8ref::e4m3Value(fp8ref::e4m3Round(x[i] * inv)) *
+                      (amax / 448.0f));
+        }
       return out;
     }
     for (size_t i = 0; i < a.size(); ++i)
@@ -445,7 +471,8 @@ std::string runGpu(MoeFixture &f, std::vector<float> &out,
   params.scale = f.scale;
   d.params = params;
   plan.dispatches = {d};
-  GpuDispatchContext context{plan, plan.dispatches[0], program, weights};
+  GpuDispatchContext context{plan, plan.dispatches[0], program, weights, false,
+                             c.qa};
   std::optional<GpuDispatchLowering> lowering = lowerGpuDispatch(context);
   if (!lowering)
     return "no GPU lowering";
@@ -540,7 +567,8 @@ TEST_P(MoeLowering, MatchesCpu) {
   report(c.name() + ".vs_moeForward", cpuErr);
   EXPECT_LT(kernelErr, 1e-5);
   bool w4a4 = c.mxfp4 && c.chip == Chip::Gfx950;
-  EXPECT_LT(cpuErr, w4a4 ? 0.35 : 2e-2);
+  double cpuTol = w4a4 ? 0.35 : c.qa ? 0.1 : 2e-2;
+  EXPECT_LT(cpuErr, cpuTol);
 
   // Negative control: routing that ignores the bias must fail both
   // comparisons.
@@ -549,7 +577,7 @@ TEST_P(MoeLowering, MatchesCpu) {
   double wrongCpu = relativeL2(y, f.cpuForward(noBias));
   report(c.name() + ".vs_unbiased_routing", wrong);
   EXPECT_GT(wrong, 1e-5);
-  EXPECT_GT(wrongCpu, w4a4 ? 0.35 : 2e-2);
+  EXPECT_GT(wrongCpu, cpuTol);
 }
 
 Case make(Chip chip, bool mx, bool routerBf16, int64_t h, int64_t in,
@@ -572,6 +600,12 @@ Case make(Chip chip, bool mx, bool routerBf16, int64_t h, int64_t in,
 
 Case fp8(Case c) {
   c.fp8 = true;
+  return c;
+}
+
+Case fp8Activations(Case c) {
+  c = fp8(c);
+  c.qa = true;
   return c;
 }
 
@@ -769,7 +803,21 @@ INSTANTIATE_TEST_SUITE_P(
         fp8(make(Chip::Gfx942, false, true, 256, 128, 2, 1, false, 33, false)),
         fp8(make(Chip::Gfx942, false, false, 160, 96, 4, 4, true, 5, true)),
         fp8(make(Chip::Gfx942, false, true, 64, 128, 1, 1, true, 1, true)),
-        fp8(make(Chip::Gfx942, false, false, 96, 288, 3, 1, true, 33, false))),
+        fp8(make(Chip::Gfx942, false, false, 96, 288, 3, 1, true, 33, false)),
+        // The same with FP8 activations and MFMAs (qa = 1): K of 96, 160,
+        // 288 and 384 (partial 128-K blocks), decode and prefill tilings.
+        fp8Activations(make(Chip::Gfx950, false, false, 256, 128, 4, 4, true,
+                            33, false)),
+        fp8Activations(make(Chip::Gfx950, false, true, 160, 96, 1, 1, false, 5,
+                            true)),
+        fp8Activations(make(Chip::Gfx950, false, true, 384, 160, 2, 1, false,
+                            33, false)),
+        fp8Activations(make(Chip::Gfx942, false, false, 160, 96, 4, 4, true, 5,
+                            true)),
+        fp8Activations(make(Chip::Gfx942, false, false, 96, 288, 3, 1, true, 33,
+                            false)),
+        fp8Activations(make(Chip::Gfx942, false, true, 64, 128, 1, 1, true, 1,
+                            true))),
     [](const ::testing::TestParamInfo<Case> &info) {
       return info.param.name();
     });
