@@ -9,7 +9,9 @@
 // What each dispatch moves and computes (B rows, L = context + 1 keys per
 // sequence in decode):
 //  * every dispatch reads and writes its buffers (B rows, 4 bytes a value);
-//  * matmul: its whole weight; 2 B N K FLOPs on the unit of its format;
+//  * matmul: its whole weight; 2 B N K FLOPs on the unit of its format
+//    (FP8 block weights: the FP8 units without recorded launches or with
+//    launches that quantize the activations to FP8, qa1; else BF16);
 //  * embedding: B rows of the table;
 //  * moe: the router, the shared expert, and the experts the batch reaches
 //    (E_local (1 - (1 - k/E)^B) of them under uniform routing);
@@ -64,11 +66,13 @@ int64_t product(ArrayRef<int64_t> dims) {
   return n;
 }
 
-/// The matrix units a weight's GEMM runs on.
-Unit unitOf(WeightOp w) {
+/// The matrix units a weight's GEMM runs on. FP8 block weights: the FP8
+/// units when the kernels quantize the activations to FP8 (`fp8Mfma`),
+/// else the BF16 units they are decoded for.
+Unit unitOf(WeightOp w, bool fp8Mfma) {
   switch (w.getKind()) {
   case WeightKind::fp8_block:
-    return Unit::Fp8Mfma;
+    return fp8Mfma ? Unit::Fp8Mfma : Unit::Bf16Mfma;
   case WeightKind::mxfp4_raw:
   case WeightKind::mxfp4_quant:
     return Unit::Mxfp4Mfma;
@@ -124,8 +128,31 @@ struct Estimator {
   /// Keys each sequence attends to in one decode step.
   double keys() const { return double(context + 1); }
 
+  /// Whether the dispatch's FP8 GEMMs run on the FP8 units: without
+  /// recorded launches the weights' own unit; with them, whether a launch
+  /// is a kernel with FP8 activations (its symbol spells qa1,
+  /// passes/codegen/rocdl/KernelParams.def).
+  static bool fp8Mfma(DispatchOp d) {
+    ArrayAttr launches = d.getGpuLaunchesAttr();
+    if (!launches)
+      return true;
+    for (Attribute a : launches)
+      if (auto launch = dyn_cast<GpuLaunchAttr>(a)) {
+        StringRef rest = launch.getKernel();
+        while (!rest.empty()) {
+          auto [tag, tail] = rest.split('_');
+          if (tag == "qa1")
+            return true;
+          rest = tail;
+        }
+      }
+    return false;
+  }
+
   cost::Work work(DispatchOp d) const {
     std::vector<Arg> args = argsOf(d);
+    const bool fp8 = fp8Mfma(d);
+    auto unitOf = [&](WeightOp w) { return ::unitOf(w, fp8); };
     cost::Work w;
     double outValues = 0; // of the last buffer argument: the output
     for (Arg a : args)
