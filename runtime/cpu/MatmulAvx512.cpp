@@ -240,20 +240,23 @@ public:
                           k0 / 32 * P * Dec::bytesPer32();
     lines_ = groups_ * ((bytes_ + 63) / 64);
   }
-  /// Asks for the next `count` lines.
+  /// Asks for the next `count` lines (no divisions: this runs between
+  /// kernel calls).
   KILN_AVX512_INLINE void issue(int64_t count) {
-    const int64_t perGroup = (bytes_ + 63) / 64;
-    for (; count > 0 && next_ < lines_; --count, ++next_)
-      _mm_prefetch(start_[next_ / perGroup] + next_ % perGroup * 64,
-                   _MM_HINT_T1);
+    for (; count > 0 && group_ < groups_; --count) {
+      _mm_prefetch(start_[group_] + offset_, _MM_HINT_T1);
+      offset_ += 64;
+      if (offset_ >= bytes_)
+        offset_ = 0, ++group_;
+    }
   }
   int64_t lines() const { return lines_; }
 
 private:
   static constexpr int kMaxGroups = 32;
   const char *start_[kMaxGroups];
-  int groups_ = 0;
-  int64_t bytes_ = 0, lines_ = 0, next_ = 0;
+  int groups_ = 0, group_ = 0;
+  int64_t bytes_ = 0, lines_ = 0, offset_ = 0;
 };
 
 /// acc[i][j] += x_i · w_j over [k0, k0 + len): 4 tokens x 4 rows. Columns
