@@ -261,16 +261,25 @@ Status PlanRunner::execute(const Step &s) {
     cpu::embedding(table, ids, n, f32(buf(2)));
     return Status::ok();
   }
-  case Kernel::RmsNorm:
-    if (host && host->rmsNorm && weight(1).values)
-      host->rmsNorm(f32(buf(0)), weight(1).values, f32(buf(2)),
-                    rows(0) * elems(0) / s.cols, s.cols,
-                    s.get<abi::RmsNormParams>().eps);
-    else
-      cpu::rmsNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
-                   weight(1).values, s.get<abi::RmsNormParams>().eps,
-                   f32(buf(2)));
+  case Kernel::RmsNorm: {
+    // Rows are independent: split over the pool (prefill), any split the
+    // same bits.
+    const float *x = f32(buf(0));
+    float *y = f32(buf(2));
+    const float eps = s.get<abi::RmsNormParams>().eps;
+    pool.parallelFor(
+        rows(0) * elems(0) / s.cols,
+        [&](int64_t r0, int64_t r1, int) {
+          const float *xr = x + r0 * s.cols;
+          float *yr = y + r0 * s.cols;
+          if (host && host->rmsNorm && weight(1).values)
+            host->rmsNorm(xr, weight(1).values, yr, r1 - r0, s.cols, eps);
+          else
+            cpu::rmsNorm(xr, r1 - r0, s.cols, weight(1).values, eps, yr);
+        },
+        /*grain=*/1, /*unitCost=*/4 * s.cols);
     return Status::ok();
+  }
   case Kernel::LayerNorm:
     cpu::layerNorm(f32(buf(0)), rows(0) * elems(0) / s.cols, s.cols,
                    weight(1).values, weight(2).values,
@@ -286,8 +295,16 @@ Status PlanRunner::execute(const Step &s) {
     if (buf(2) != buf(0))
       std::memcpy(out, f32(buf(0)), size_t(n * elems(0)) * 4);
     const auto &p = s.get<abi::RopeParams>();
-    cpu::rope(out, n, s.heads, s.headDim, i32(buf(1)), s.ropeStyle, p.theta,
-              p.offset, p.rotaryDim);
+    const int32_t *positions = i32(buf(1));
+    const int64_t rowElems = elems(0);
+    pool.parallelFor(
+        n,
+        [&](int64_t t0, int64_t t1, int) {
+          cpu::rope(out + t0 * rowElems, t1 - t0, s.heads, s.headDim,
+                    positions + t0, s.ropeStyle, p.theta, p.offset,
+                    p.rotaryDim);
+        },
+        /*grain=*/1, /*unitCost=*/16 * s.heads * s.headDim);
     return Status::ok();
   }
   case Kernel::Sigmoid:
