@@ -4,8 +4,9 @@
 // chunk: (1) q_lat = [W_UK_h^T q_nope | q_pe] for every (token, head),
 // (2) latent attention through the shared core, (3) out = W_UV_h o_lat.
 // Steps 1 and 3 run per (head, token slice), a panel of kPanel kv_b rows at a
-// time, each panel serving every token of the slice. F32 and BF16 rows are
-// read in place (BF16 widened in registers); other formats are decoded into a
+// time, each panel serving every token of the slice. F32 rows are read in
+// place, and so are BF16 rows for slices of up to kWidenOnceTokens tokens
+// (decode: widened in registers); otherwise a panel is decoded into a
 // per-thread buffer, so T tokens share one decode and no full dequantized
 // copy of kv_b ever exists. BF16 panels ask for the next panel's lines as
 // they are read: a decode step streams all of kv_b (16 heads x 448 rows x
@@ -85,20 +86,28 @@ Layout carve(Carver &c, const MlaArgs &a, int64_t tokens, int threads) {
   return l;
 }
 
-/// For BF16 kv_b: points b.rowBf16 at rows [first, first + count), read in
-/// place (widened where they are read), and returns it. Else null.
+/// Tokens of a slice above which a BF16 panel is widened to floats once
+/// (floatPanel) instead of at every read: each element is read by every
+/// 4 tokens, and widening it costs half as much as the 4 multiply-adds.
+/// Widening is exact, so either way gives the same bits.
+constexpr int64_t kWidenOnceTokens = 8;
+
+/// For BF16 kv_b and a slice of at most kWidenOnceTokens tokens: points
+/// b.rowBf16 at rows [first, first + count), read in place (widened where
+/// they are read), and returns it. Else null.
 KILN_ATTN_INLINE const uint16_t *const *bf16Panel(const WeightView &w,
                                                   int64_t first, int64_t count,
+                                                  int64_t tokens,
                                                   const PanelBuffers &b) {
-  if (w.format != WeightFormat::BF16)
+  if (w.format != WeightFormat::BF16 || tokens > kWidenOnceTokens)
     return nullptr;
   for (int64_t i = 0; i < count; ++i)
     b.rowBf16[i] = static_cast<const uint16_t *>(w.data) + (first + i) * w.cols;
   return b.rowBf16;
 }
 
-/// Points b.rowPtr at kv_b rows [first, first + count) of a format other
-/// than BF16: in place for F32, else decoded into b.rows by dequantizeRow.
+/// Points b.rowPtr at kv_b rows [first, first + count) as floats: in place
+/// for F32, else decoded into b.rows by dequantizeRow.
 KILN_ATTN_INLINE const float *const *floatPanel(const WeightView &w,
                                                 int64_t first, int64_t count,
                                                 const PanelBuffers &b) {
@@ -137,7 +146,7 @@ void absorbQuery(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
     // function's target clones and would run the baseline ISA.
     const float *x = qNope + i;
     const int64_t ldx = d.heads * d.nopeDim;
-    if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, b))
+    if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, t1 - t0, b))
       vec::axpyGrid(b.tokenOut, t1 - t0, x, ldx, w16, rows, d.latentDim,
                     kPanel * d.latentDim);
     else
@@ -160,7 +169,7 @@ void expandOutput(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
     const int64_t rows = std::min(kPanel, d.valueDim - i);
     float *y = out + ((base + t0) * d.heads + h) * d.valueDim + i;
     const int64_t ldy = d.heads * d.valueDim;
-    if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, b))
+    if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, t1 - t0, b))
       vec::dotGrid(b.tokenIn, t1 - t0, w16, rows, d.latentDim, y, ldy,
                    kPanel * d.latentDim);
     else
