@@ -725,8 +725,8 @@ Status Engine::runTarget(Batch &batch) {
   metrics_.computedTokens += int64_t(rows.ids.size());
 
   const double t = now();
-  if (!allSingle && std::any_of(batch.reqs.begin(), batch.reqs.end(),
-                                [](const Req *r) { return r->k > 0; }))
+  if (std::any_of(batch.reqs.begin(), batch.reqs.end(),
+                  [](const Req *r) { return r->k > 0; }))
     metrics_.specVerifyS += t - t0;
   int64_t row = 0, logit = 0;
   std::vector<Req *> reqs = batch.reqs; // emit() may finish (destroy) some

@@ -12,10 +12,12 @@
 // read bandwidth (the decode floor; the fraction column) and its STREAM copy
 // bandwidth in the same run (MemoryBandwidth.h), so the two can be compared.
 // Each row is also appended, as a Markdown table row, to --results (default
-// bench/RESULTS.md when it exists). With --spec K it also generates D tokens
-// greedily from a fixed code prompt with and without speculation and reports
-// both tok/s, the mean accepted drafts per round, the acceptance by position,
-// and the speed-up the acceptance predicts from the measured step costs.
+// bench/RESULTS.md when it exists). With --spec K it generates D tokens
+// greedily from a fixed code prompt through the serving engine, without and
+// with speculation, and reports both tok/s, the mean accepted drafts per
+// round, the acceptance by position, and the speed-up predicted from what the
+// speculative run measured (a round's verify and draft calls against the
+// plain run's decode step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,7 +97,8 @@ Prefill and decode speed of a Kiln artifact on this machine.
                         AVX-512 VNNI and BF16 run); prefill reports its
                         fraction of the FP32 peak, or of the BF16 one under
                         --bf16-activations bf16
-  --spec K              greedy decoding with K MTP drafts per round vs none
+  --spec K              greedy decoding with K MTP drafts per round vs none,
+                        through the serving engine, and the predicted speed-up
   --profile             time per kernel kind of the prefill and decode steps
   --cpu-affinity        pin each kernel thread to one CPU
   --cpu-path PATH       kernel path: best (default), avx512, avx2 or scalar
@@ -398,9 +401,8 @@ void appendResults(const Options &o, const std::vector<Row> &rows) {
 Status step(engine::Model &model, const char *plan,
             const std::vector<int32_t> &ids, const std::vector<int32_t> &seqs,
             const std::vector<int32_t> &positions,
-            const std::vector<int32_t> &rows, const float *hiddenIn = nullptr) {
+            const std::vector<int32_t> &rows) {
   engine::PlanInputs in;
-  in.hiddenIn = hiddenIn;
   in.tokenIds = ids.data();
   in.seqIds = seqs.data();
   in.positions = positions.data();

@@ -208,12 +208,12 @@ public:
   ~ScalarScope() { setForceScalar(false); }
 };
 
-/// Makes the matmuls take their AVX2 + FMA path while alive (only where the
-/// CPU has it: cpuHasAvx2()).
-class Avx2Scope {
+/// Makes the kernels take path `name` (setCpuPath: best, scalar, avx2,
+/// avx512) while alive.
+class PathScope {
 public:
-  Avx2Scope() { setCpuPath("avx2", nullptr); }
-  ~Avx2Scope() { setForceScalar(false); }
+  explicit PathScope(const std::string &name) { setCpuPath(name, nullptr); }
+  ~PathScope() { setForceScalar(false); }
 };
 
 /// The forced paths this CPU can run below its best: "scalar", and "avx2"
@@ -222,6 +222,13 @@ inline std::vector<std::string> lowerPaths() {
   std::vector<std::string> paths = {"scalar"};
   if (cpuHasAvx2() && bestCpuPath() == CpuPath::Avx512)
     paths.push_back("avx2");
+  return paths;
+}
+
+/// "best", then lowerPaths().
+inline std::vector<std::string> everyPath() {
+  std::vector<std::string> paths = lowerPaths();
+  paths.insert(paths.begin(), "best");
   return paths;
 }
 
@@ -234,9 +241,8 @@ inline void expectSameOnThreadsPathsAndBatch(const std::vector<float> &y,
   ThreadPool one(1), two(2);
   EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, w))) << what << " threads";
   for (const std::string &path : lowerPaths()) {
-    setCpuPath(path, nullptr);
+    PathScope scope(path);
     EXPECT_TRUE(sameBits(y, runMatmul(two, x, T, w))) << what << " " << path;
-    setForceScalar(false);
   }
   std::vector<float> last(x.end() - w.cols, x.end());
   EXPECT_TRUE(sameBits(runMatmul(one, last, 1, w),
@@ -254,10 +260,7 @@ inline void expectRowRangesAccumulate(const WeightView &panels,
   for (int64_t T : {1, 3, 11}) {
     std::vector<float> x = randomFloats(rng, T * K);
     std::vector<float> want = runMatmul(one, x, T, panels);
-    std::vector<std::string> paths = lowerPaths();
-    paths.insert(paths.begin(), "best");
-    for (const std::string &path : paths) {
-      setCpuPath(path, nullptr);
+    for (const std::string &path : everyPath()) {
       std::vector<float> y(size_t(T * N), 1.0f);
       MatmulRows io;
       io.x = x.data();
@@ -266,8 +269,10 @@ inline void expectRowRangesAccumulate(const WeightView &panels,
       io.yStride = N;
       io.tokens = T;
       io.accumulate = true;
-      matmulRows(io, panels, 1, N - 1);
-      setForceScalar(false);
+      {
+        PathScope scope(path);
+        matmulRows(io, panels, 1, N - 1);
+      }
       for (int64_t t = 0; t < T; ++t)
         for (int64_t n = 0; n < N; ++n) {
           const float expect =

@@ -98,14 +98,13 @@ TEST(Matmul, FP8BlockScalesSpanRowsAndColumns) {
 void expectSingleValues(TestWeight &w, const std::vector<double> &want) {
   ThreadPool pool(2);
   const int64_t n = w.view.rows, k = w.view.cols;
-  std::vector<std::string> paths = lowerPaths();
-  paths.insert(paths.begin(), "best");
   for (int64_t T : {1, 6}) {
-    for (const std::string &path : paths) {
-      setCpuPath(path, nullptr);
-      std::vector<float> y =
-          runMatmul(pool, std::vector<float>(size_t(T * k), 1.0f), T, w.view);
-      setForceScalar(false);
+    for (const std::string &path : everyPath()) {
+      std::vector<float> y;
+      {
+        PathScope scope(path);
+        y = runMatmul(pool, std::vector<float>(size_t(T * k), 1.0f), T, w.view);
+      }
       for (int64_t t = 0; t < T; ++t)
         for (int64_t r = 0; r < n; ++r) {
           float got = y[t * n + r];
@@ -253,12 +252,11 @@ void checkPanels(WeightFormat format) {
         EXPECT_TRUE(sameBits(want, runMatmul(two, x, T, pm)))
             << at << " threads";
         for (const std::string &path : lowerPaths()) {
-          setCpuPath(path, nullptr);
+          PathScope scope(path);
           EXPECT_TRUE(sameBits(want, runMatmul(two, x, T, pm)))
               << at << " " << path;
           EXPECT_TRUE(sameBits(want, runMatmul(one, x, T, rm)))
               << at << " " << path << " rows";
-          setForceScalar(false);
         }
         // A row range that starts inside a panel.
         std::vector<float> y(size_t(T * s.n), 0.0f);
