@@ -106,11 +106,128 @@ struct Buffer {
   std::vector<uint8_t> owned; // storage when the interpreter owns it
 };
 
+/// How a scalar type sits in memory, worked out once per type: MLIR's type
+/// queries (FloatType is an interface) are too slow for a per-element loop.
+struct ScalarCodec {
+  mlir::Type type;
+  unsigned bits = 0; // storageBits(type)
+  enum Kind : uint8_t { F32, BF16, F64, Int, Other } kind = Other;
+  unsigned intBits = 0; // Int: intWidth(type)
+  static ScalarCodec of(mlir::Type t);
+  /// bitsToWord(type, raw).
+  Word decode(uint64_t raw) const {
+    switch (kind) {
+    case F32:
+      return fromF(double(f32FromBits(uint32_t(raw))));
+    case BF16:
+      return fromF(double(f32FromBits(uint32_t(raw) << 16)));
+    case F64:
+    case Int:
+      return raw & lowBits(intBits);
+    case Other:
+      break;
+    }
+    return decodeOther(raw);
+  }
+  /// wordToBits(type, w).
+  uint64_t encode(Word w) const {
+    switch (kind) {
+    case F32:
+      return f32ToBits(float(asF(w)));
+    case BF16:
+      return f32ToBits(bf16Round(float(asF(w)))) >> 16;
+    case F64:
+    case Int:
+      return w & lowBits(intBits);
+    case Other:
+      break;
+    }
+    return encodeOther(w);
+  }
+
+private:
+  static float f32FromBits(uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  static uint32_t f32ToBits(float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  }
+  Word decodeOther(uint64_t raw) const;
+  uint64_t encodeOther(Word w) const;
+};
+
+/// The `bits` (4 or a multiple of 8, at most 64) at bit `bitPos` of `data`
+/// (little-endian).
+inline uint64_t readBits(const uint8_t *data, uint64_t bitPos, unsigned bits) {
+  const uint8_t *p = data + bitPos / 8;
+  switch (bits) {
+  case 8:
+    return *p;
+  case 16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case 32: {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case 64: {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  default:
+    break;
+  }
+  if (bits % 8 == 0) {
+    uint64_t v = 0;
+    std::memcpy(&v, p, bits / 8);
+    return v;
+  }
+  return (*p >> (bitPos % 8)) & lowBits(bits);
+}
+inline void writeBits(uint8_t *data, uint64_t bitPos, unsigned bits,
+                      uint64_t v) {
+  uint8_t *p = data + bitPos / 8;
+  switch (bits) {
+  case 8:
+    *p = uint8_t(v);
+    return;
+  case 16:
+    std::memcpy(p, &v, 2);
+    return;
+  case 32:
+    std::memcpy(p, &v, 4);
+    return;
+  case 64:
+    std::memcpy(p, &v, 8);
+    return;
+  default:
+    break;
+  }
+  if (bits % 8 == 0) {
+    std::memcpy(p, &v, bits / 8);
+    return;
+  }
+  uint8_t m = uint8_t(lowBits(bits) << (bitPos % 8));
+  *p = uint8_t((*p & ~m) | ((v << (bitPos % 8)) & m));
+}
+
 struct View {
   unsigned buffer = 0;
   mlir::MemRefType type;
   int64_t offset = 0; // in elements of type's element type
   llvm::SmallVector<int64_t, 4> sizes, strides;
+  // Filled by Interp::addView: the scalar of the element type (a vector
+  // element's scalar) and the bits of one element.
+  ScalarCodec scalar;
+  uint64_t elemBits = 0;
 };
 
 class Interp;

@@ -187,6 +187,32 @@ uint64_t kiln::rocdl::interp::icore::wordToBits(Type t, Word w) {
   return w & lowBits(intWidth(t));
 }
 
+ScalarCodec kiln::rocdl::interp::icore::ScalarCodec::of(Type t) {
+  ScalarCodec c;
+  c.type = t;
+  c.bits = storageBits(t);
+  if (t.isF32())
+    c.kind = F32;
+  else if (t.isBF16())
+    c.kind = BF16;
+  else if (t.isF64()) {
+    c.kind = F64;
+    c.intBits = 64;
+  } else if (!isa<FloatType>(t)) {
+    c.kind = Int;
+    c.intBits = intWidth(t);
+  }
+  return c;
+}
+
+Word kiln::rocdl::interp::icore::ScalarCodec::decodeOther(uint64_t raw) const {
+  return bitsToWord(type, raw);
+}
+
+uint64_t kiln::rocdl::interp::icore::ScalarCodec::encodeOther(Word w) const {
+  return wordToBits(type, w);
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise helpers
 //===----------------------------------------------------------------------===//

@@ -335,13 +335,20 @@ void vectorBitcast(Interp &in, Operation &op, const Mask &mask) {
   const Val &src = in.get(op.getOperand(0));
   Val res = in.make(rt);
   std::vector<uint8_t> bits(size_t(sInner * sb + 7) / 8 + 8);
+  // Widths of 4 or whole bytes move as fields; i1 bit by bit.
+  bool fields = sb != 1 && rb != 1;
+  ScalarCodec sc = ScalarCodec::of(se), rc = ScalarCodec::of(re);
   for (unsigned l = 0; l < in.lanes; ++l) {
     if (!mask[l])
       continue;
     for (int64_t r = 0; r < rows; ++r) {
       std::fill(bits.begin(), bits.end(), 0);
       for (int64_t i = 0; i < sInner; ++i) {
-        uint64_t v = wordToBits(se, src.at(l, unsigned(r * sInner + i)));
+        uint64_t v = sc.encode(src.at(l, unsigned(r * sInner + i)));
+        if (fields) {
+          writeBits(bits.data(), uint64_t(i) * sb, sb, v);
+          continue;
+        }
         for (unsigned b = 0; b < sb; ++b)
           if ((v >> b) & 1) {
             uint64_t pos = uint64_t(i) * sb + b;
@@ -350,11 +357,14 @@ void vectorBitcast(Interp &in, Operation &op, const Mask &mask) {
       }
       for (int64_t i = 0; i < rInner; ++i) {
         uint64_t v = 0;
-        for (unsigned b = 0; b < rb; ++b) {
-          uint64_t pos = uint64_t(i) * rb + b;
-          v |= uint64_t((bits[pos / 8] >> (pos % 8)) & 1) << b;
-        }
-        res.at(l, unsigned(r * rInner + i)) = bitsToWord(re, v);
+        if (fields)
+          v = readBits(bits.data(), uint64_t(i) * rb, rb);
+        else
+          for (unsigned b = 0; b < rb; ++b) {
+            uint64_t pos = uint64_t(i) * rb + b;
+            v |= uint64_t((bits[pos / 8] >> (pos % 8)) & 1) << b;
+          }
+        res.at(l, unsigned(r * rInner + i)) = rc.decode(v);
       }
     }
   }
@@ -592,9 +602,11 @@ std::pair<int64_t, int64_t> resultPos(int64_t m, int64_t lane, int64_t i) {
   return {8 * (i / 4) + 4 * (lane / 32) + i % 4, lane % 32};
 }
 
-/// c += d (an m x m product) for every wave of the active lanes.
+/// c += d (an m x m product, row-major, which `product` fills for the wave
+/// starting at lane `base`) for every wave of the active lanes.
 void accumulate(Interp &in, Operation &op, const Mask &mask, int64_t m,
-                const std::function<double(unsigned base, int64_t, int64_t)> &d,
+                const std::function<void(unsigned base,
+                                         std::vector<double> &prod)> &product,
                 Value cIn, Value result) {
   const Val &c = in.get(cIn);
   Type ct = elemType(cIn.getType());
@@ -603,13 +615,11 @@ void accumulate(Interp &in, Operation &op, const Mask &mask, int64_t m,
          typeString(cIn.getType()) + " does not fit " + llvm::Twine(m) + "x" +
          llvm::Twine(m));
   Val res = c;
+  std::vector<double> prod(size_t(m * m));
   for (unsigned base = 0; base < in.lanes; base += kWaveSize) {
     if (!mask[base])
       continue;
-    std::vector<double> prod(size_t(m * m));
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < m; ++j)
-        prod[size_t(i * m + j)] = d(base, i, j);
+    product(base, prod);
     for (unsigned lane = 0; lane < kWaveSize; ++lane)
       for (unsigned r = 0; r < res.width; ++r) {
         auto [row, col] = resultPos(m, lane, r);
@@ -625,17 +635,21 @@ void accumulate(Interp &in, Operation &op, const Mask &mask, int64_t m,
   in.set(result, std::move(res));
 }
 
-/// Operand value: element `k` of the m x K matrix row `row` (A; or column of
-/// B), read from the lane that supplies it. With `split` (the FP8 operands
-/// of the f8f6f4 MFMAs) the lane's run is two halves of laneK / 2: elements
-/// [0, laneK / 2) are K [laneK / 2 * g, +laneK / 2) of the first half of K,
-/// the rest the same of the second half, g = lane / m.
+/// Operand values: element `k` of the m x K matrix row `row` (A; or column
+/// of B), read from the lane that supplies it. With `split` (the FP8
+/// operands of the f8f6f4 MFMAs) the lane's run is two halves of laneK / 2:
+/// elements [0, laneK / 2) are K [laneK / 2 * g, +laneK / 2) of the first
+/// half of K, the rest the same of the second half, g = lane / m.
 struct Operand {
   const Val *v;
   Type elem;
   int64_t m, laneK;
   bool split = false;
-  int64_t k = 0; // the instruction's K (split only)
+  int64_t k = 0;              // the instruction's K
+  std::vector<double> values; // [row][kk] of the wave unpack() read
+  bool isFloat = true;
+  unsigned intBits = 0;
+
   double at(unsigned base, int64_t row, int64_t kk) const {
     int64_t group = kk / laneK, e = kk % laneK;
     if (split) {
@@ -645,11 +659,37 @@ struct Operand {
     }
     unsigned lane = unsigned(base + row + m * group);
     Word w = v->width == 1 ? v->at(lane) : v->at(lane, unsigned(e));
-    if (isa<FloatType>(elem))
-      return asF(w);
-    return double(sext(w, intWidth(elem)));
+    return isFloat ? asF(w) : double(sext(w, intBits));
+  }
+  /// The wave's m x k values into `values`, once per instruction.
+  const double *unpack(unsigned base) {
+    isFloat = isa<FloatType>(elem);
+    intBits = isFloat ? 0 : intWidth(elem);
+    values.resize(size_t(m * k));
+    for (int64_t row = 0; row < m; ++row)
+      for (int64_t kk = 0; kk < k; ++kk)
+        values[size_t(row * k + kk)] = at(base, row, kk);
+    return values.data();
   }
 };
+
+/// out[q] = sum over kk in [from, to), in order, of a[kk] * b[q * k + kk]
+/// for the four B rows q = 0..3 (independent sums, so they overlap).
+void dot4(const double *a, const double *b, int64_t k, int64_t from, int64_t to,
+          double out[4]) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (int64_t kk = from; kk < to; ++kk) {
+    double x = a[kk];
+    s0 += x * b[kk];
+    s1 += x * b[k + kk];
+    s2 += x * b[2 * k + kk];
+    s3 += x * b[3 * k + kk];
+  }
+  out[0] = s0;
+  out[1] = s1;
+  out[2] = s2;
+  out[3] = s3;
+}
 
 void amdgpuMfma(Interp &in, Operation &op, const Mask &mask) {
   auto mf = cast<amdgpu::MFMAOp>(op);
@@ -680,11 +720,15 @@ void amdgpuMfma(Interp &in, Operation &op, const Mask &mask) {
   double sa = mf.getNegateA() ? -1 : 1, sb = mf.getNegateB() ? -1 : 1;
   accumulate(
       in, op, mask, m,
-      [&](unsigned base, int64_t i, int64_t j) {
-        double sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk)
-          sum += a.at(base, i, kk) * b.at(base, j, kk);
-        return sum * sa * sb;
+      [&](unsigned base, std::vector<double> &prod) {
+        const double *av = a.unpack(base), *bv = b.unpack(base);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < m; j += 4) {
+            double sum[4];
+            dot4(av + i * k, bv + j * k, k, 0, k, sum);
+            for (int q = 0; q < 4; ++q)
+              prod[size_t(i * m + j + q)] = sum[q] * sa * sb;
+          }
       },
       mf.getDestC(), mf.getDestD());
 }
@@ -702,8 +746,8 @@ void amdgpuScaledMfma(Interp &in, Operation &op, const Mask &mask) {
     fail("amdgpu.scaled_mfma shape not modelled");
   in.requireWholeWaves(op, mask);
   int64_t laneK = k / (kWaveSize / m); // 32: one MX block per lane
-  Operand a{&in.get(mf.getSourceA()), ae, m, laneK};
-  Operand b{&in.get(mf.getSourceB()), be, n, laneK};
+  Operand a{&in.get(mf.getSourceA()), ae, m, laneK, false, k};
+  Operand b{&in.get(mf.getSourceB()), be, n, laneK, false, k};
   const Val &sa = in.get(mf.getScalesA()), &sb = in.get(mf.getScalesB());
   unsigned ia = mf.getScalesIdxA(), ib = mf.getScalesIdxB();
   auto scale = [&](const Val &s, unsigned idx, unsigned lane) {
@@ -711,17 +755,24 @@ void amdgpuScaledMfma(Interp &in, Operation &op, const Mask &mask) {
   };
   accumulate(
       in, op, mask, m,
-      [&](unsigned base, int64_t i, int64_t j) {
-        double sum = 0;
-        for (int64_t blk = 0; blk < k / laneK; ++blk) {
-          double part = 0;
-          for (int64_t kk = blk * laneK; kk < (blk + 1) * laneK; ++kk)
-            part += a.at(base, i, kk) * b.at(base, j, kk);
-          unsigned la = unsigned(base + i + m * blk),
-                   lb = unsigned(base + j + n * blk);
-          sum += part * scale(sa, ia, la) * scale(sb, ib, lb);
-        }
-        return sum;
+      [&](unsigned base, std::vector<double> &prod) {
+        const double *av = a.unpack(base), *bv = b.unpack(base);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < m; j += 4) {
+            double sum[4] = {0, 0, 0, 0};
+            for (int64_t blk = 0; blk < k / laneK; ++blk) {
+              double part[4];
+              dot4(av + i * k, bv + j * k, k, blk * laneK, (blk + 1) * laneK,
+                   part);
+              unsigned la = unsigned(base + i + m * blk);
+              for (int q = 0; q < 4; ++q) {
+                unsigned lb = unsigned(base + j + q + n * blk);
+                sum[q] += part[q] * scale(sa, ia, la) * scale(sb, ib, lb);
+              }
+            }
+            for (int q = 0; q < 4; ++q)
+              prod[size_t(i * m + j + q)] = sum[q];
+          }
       },
       mf.getDestC(), mf.getDestD());
 }

@@ -98,6 +98,9 @@ void Interp::execOp(Operation &op, const Mask &mask) {
 }
 
 unsigned Interp::addView(View v) {
+  mlir::Type elem = v.type.getElementType();
+  v.scalar = ScalarCodec::of(elemType(elem));
+  v.elemBits = uint64_t(v.scalar.bits) * numElems(elem);
   views.push_back(std::move(v));
   return unsigned(views.size() - 1);
 }
@@ -160,9 +163,7 @@ int64_t Interp::address(Operation &op, View &view, ArrayRef<int64_t> idx,
           llvm::Twine(view.sizes[d]));
     linear += idx[d] * view.strides[d];
   }
-  Type elem = view.type.getElementType();
-  uint64_t bits = uint64_t(storageBits(elemType(elem))) * numElems(elem);
-  uint64_t capacity = uint64_t(buf.bytes) * 8 / bits;
+  uint64_t capacity = uint64_t(buf.bytes) * 8 / view.elemBits;
   if (linear < 0 || uint64_t(linear) + uint64_t(count) > capacity)
     bad("element index " + llvm::Twine(linear) +
         (count > 1 ? " (+" + llvm::Twine(count) + " elements)" : "") +
@@ -174,45 +175,26 @@ int64_t Interp::address(Operation &op, View &view, ArrayRef<int64_t> idx,
   return linear;
 }
 
-static uint64_t readBits(const uint8_t *data, uint64_t bitPos, unsigned bits) {
-  if (bits % 8 == 0) {
-    uint64_t v = 0;
-    std::memcpy(&v, data + bitPos / 8, bits / 8); // little-endian host
-    return v;
-  }
-  uint8_t byte = data[bitPos / 8];
-  return (byte >> (bitPos % 8)) & lowBits(bits);
-}
-
-static void writeBits(uint8_t *data, uint64_t bitPos, unsigned bits,
-                      uint64_t v) {
-  if (bits % 8 == 0) {
-    std::memcpy(data + bitPos / 8, &v, bits / 8);
-    return;
-  }
-  uint8_t &byte = data[bitPos / 8];
-  uint8_t m = uint8_t(lowBits(bits) << (bitPos % 8));
-  byte = uint8_t((byte & ~m) | ((v << (bitPos % 8)) & m));
-}
-
 void Interp::readElems(View &view, int64_t linear, Type scalar, unsigned count,
                        Word *out) {
   Type elem = view.type.getElementType();
-  unsigned bits = storageBits(scalar);
+  ScalarCodec c =
+      scalar == view.scalar.type ? view.scalar : ScalarCodec::of(scalar);
   uint64_t first = uint64_t(linear) * numElems(elem);
   const uint8_t *data = buffers[view.buffer].data;
   for (unsigned i = 0; i < count; ++i)
-    out[i] = bitsToWord(scalar, readBits(data, (first + i) * bits, bits));
+    out[i] = c.decode(readBits(data, (first + i) * c.bits, c.bits));
 }
 
 void Interp::writeElems(View &view, int64_t linear, Type scalar, unsigned count,
                         const Word *in) {
   Type elem = view.type.getElementType();
-  unsigned bits = storageBits(scalar);
+  ScalarCodec c =
+      scalar == view.scalar.type ? view.scalar : ScalarCodec::of(scalar);
   uint64_t first = uint64_t(linear) * numElems(elem);
   uint8_t *data = buffers[view.buffer].data;
   for (unsigned i = 0; i < count; ++i)
-    writeBits(data, (first + i) * bits, bits, wordToBits(scalar, in[i]));
+    writeBits(data, (first + i) * c.bits, c.bits, c.encode(in[i]));
 }
 
 //===----------------------------------------------------------------------===//
