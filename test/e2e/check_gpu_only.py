@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A GPU-only artifact holds each weight once, in the layout GPUs read.
 
-usage: check_gpu_only.py GPU_ONLY.json CPU_AND_GPU.json
+usage: check_gpu_only.py GPU_ONLY.json [CPU_AND_GPU.json]
 
 Both files are `kiln-dump --weights` of one checkpoint compiled with
 --target=gfx950,... (no cpu) and with cpu added. Checks: the GPU-only
@@ -11,13 +11,15 @@ gpu_data copy, no CPU row panels); its MXFP4 matmul weights are Mxfp4Gpu
 and exactly the weights that carry a GPU copy in the CPU-and-GPU artifact;
 the GPU reads the same bytes from both artifacts, and the CPU-and-GPU one
 stores its CPU bytes plus those GPU copies. Prints one line per check and
-the cost of the CPU-and-GPU form; exit 1 on a failure.
+the cost of the CPU-and-GPU form; exit 1 on a failure. Without the second
+file (a model too large to store in both forms), the checks of the GPU-only
+artifact alone, and its MXFP4 matmul weights are counted.
 """
 import json
 import sys
 
 gpu_only = json.load(open(sys.argv[1]))
-both = json.load(open(sys.argv[2]))
+both = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else None
 failures = 0
 
 
@@ -27,9 +29,12 @@ def report(ok, what):
     failures += 0 if ok else 1
 
 
-g, b = gpu_only["weights"], both["weights"]
-report("x86_64" not in gpu_only["targets"] and "x86_64" in both["targets"],
-       "targets: %s vs %s" % (gpu_only["targets"], both["targets"]))
+g = gpu_only["weights"]
+if both is None:
+    report("x86_64" not in gpu_only["targets"], "targets: %s" % gpu_only["targets"])
+else:
+    report("x86_64" not in gpu_only["targets"] and "x86_64" in both["targets"],
+           "targets: %s vs %s" % (gpu_only["targets"], both["targets"]))
 report("cpu" not in g["by_target"] and g["by_target"]["gpu"]["unreadable_weights"] == 0,
        "GPU-only by target: %s" % g["by_target"])
 report(g["stored_bytes"] == g["by_target"]["gpu"]["bytes"] == g["bytes"],
@@ -38,8 +43,14 @@ report(g["stored_bytes"] == g["by_target"]["gpu"]["bytes"] == g["bytes"],
 tensors = {t["name"]: t for t in g["tensors"]}
 report(not any("gpu_data" in t or "Panel4" in t["layout"] for t in tensors.values()),
        "no GPU-only tensor has a second copy or CPU row panels")
-copied = sorted(t["name"] for t in b["tensors"] if "gpu_data" in t)
 gpu_layout = sorted(n for n, t in tensors.items() if t["layout"] == "Mxfp4Gpu")
+if both is None:
+    report(gpu_layout and all(tensors[n]["dtype"] == "F4E2M1" for n in gpu_layout),
+           "%d MXFP4 matmul weights: Mxfp4Gpu alone, %d bytes"
+           % (len(gpu_layout), sum(tensors[n]["bytes"] for n in gpu_layout)))
+    sys.exit(1 if failures else 0)
+b = both["weights"]
+copied = sorted(t["name"] for t in b["tensors"] if "gpu_data" in t)
 report(copied and copied == gpu_layout,
        "%d MXFP4 matmul weights: Mxfp4Gpu alone, where the CPU-and-GPU "
        "artifact has a copy beside the checkpoint layout" % len(gpu_layout))

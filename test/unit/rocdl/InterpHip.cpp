@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/hip/HipApi.h"
+#include "test/unit/rocdl/InterpHipMemory.h"
 #include "tools/gpu-interp/KernelInterpreter.h"
 
 #include "passes/codegen/rocdl/RocdlCodegen.h"
@@ -263,7 +264,7 @@ EXPORT hipError_t hipMalloc(void **p, size_t size) {
   std::lock_guard<std::mutex> lock(mutex);
   if (!capturing.empty())
     return kCaptureUnsupported;
-  *p = std::calloc(1, size ? size : 1);
+  *p = kiln::interp_hip::allocate(size);
   if (!*p)
     return kOutOfMemory;
   allocations[reinterpret_cast<uintptr_t>(*p)] = size;
@@ -280,18 +281,24 @@ EXPORT hipError_t hipMemGetInfo(size_t *free, size_t *total) {
 }
 EXPORT hipError_t hipFree(void *p) {
   std::lock_guard<std::mutex> lock(mutex);
-  allocations.erase(reinterpret_cast<uintptr_t>(p));
-  std::free(p);
+  auto it = allocations.find(reinterpret_cast<uintptr_t>(p));
+  if (it == allocations.end())
+    return p ? kInvalidValue : 0;
+  kiln::interp_hip::release(p, it->second);
+  allocations.erase(it);
   return 0;
 }
+/// A host-to-device copy from a file mapping (an artifact's weights) maps
+/// the file's pages copy-on-write instead (InterpHipMemory.h).
 EXPORT hipError_t hipMemcpy(void *dst, const void *src, size_t size,
-                            hipMemcpyKind) {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!capturing.empty())
-      return kCaptureUnsupported;
-  }
-  std::memcpy(dst, src, size);
+                            hipMemcpyKind kind) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!capturing.empty())
+    return kCaptureUnsupported;
+  if (kind == kiln::hip::hipMemcpyHostToDevice && bytesFrom(dst) >= size)
+    kiln::interp_hip::copyIn(dst, src, size);
+  else
+    std::memcpy(dst, src, size);
   return 0;
 }
 EXPORT hipError_t hipStreamCreate(hipStream_t *stream) {
