@@ -123,7 +123,9 @@ Common:
                             BF16 matmuls: exact FP32 activations (default)
                             or rounded to BF16 for the dot-product units
                             (docs/cpu.md); also $KILN_BF16_ACTIVATIONS
-  --output-format FORMAT    text (default) or json
+  --output-format FORMAT    text (default) or json (ids, text, stop and
+                            stats; text null and text_error set when the
+                            tokenizer has no token for an id)
   --no-verify               skip the segment checksums at load
   --version                 the version, this CPU's features and the kernel
                             path the kernels take
@@ -537,9 +539,22 @@ int runGenerate(Model &model, const Options &o) {
     shown.pop_back();
   const GenerateStats &st = r.stats;
   if (o.json) {
-    std::string text;
-    if (tok)
-      text = orFail(tok->decode(shown));
+    // The ids are the result; an id the tokenizer has no token for (a model
+    // whose vocabulary is larger than its tokenizer's) leaves the text out
+    // and says why instead of losing them.
+    nlohmann::json text = "";
+    std::string textError;
+    if (tok) {
+      Result<std::string> decoded = tok->decode(shown);
+      if (decoded.isOk()) {
+        text = std::move(decoded).value();
+      } else {
+        text = nullptr;
+        textError = decoded.status().message();
+        std::fprintf(stderr, "kiln-run: warning: no text for the ids: %s\n",
+                     textError.c_str());
+      }
+    }
     nlohmann::json stats = {{"ttft_s", st.ttftS},
                             {"prefill_tok_s", st.prefillTokPerS},
                             {"decode_tok_s", st.decodeTokPerS},
@@ -558,6 +573,8 @@ int runGenerate(Model &model, const Options &o) {
         {"text", text},
         {"stop", r.stop == StopReason::StopToken ? "stop_token" : "length"},
         {"stats", stats}};
+    if (!textError.empty())
+      j["text_error"] = textError;
     std::cout << jsonDump(j) << "\n";
   } else {
     if (stream) {
