@@ -95,9 +95,9 @@ KILN_ATTN_INLINE void prefetchListed(const AttendProblem &p, int32_t seq,
 }
 
 /// Query heads [h0, h0 + group) of token t, all reading KV head kvHead.
-KILN_ATTN_CLONES
-void attendGroup(const AttendProblem &p, int64_t t, int64_t kvHead, int64_t h0,
-                 int64_t group, const Buffers &b) {
+KILN_ATTN_INLINE void attendGroupBody(const AttendProblem &p, int64_t t,
+                                      int64_t kvHead, int64_t h0, int64_t group,
+                                      const Buffers &b) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int32_t seq = p.seqIds[t];
   const int32_t *list = p.keyLists ? p.keyLists + t * p.keyListWidth : nullptr;
@@ -157,6 +157,10 @@ void attendGroup(const AttendProblem &p, int64_t t, int64_t kvHead, int64_t h0,
     vec::scale(b.outPtr[g], b.sum[g] > 0.0f ? 1.0f / b.sum[g] : 0.0f,
                p.valueDim);
 }
+KILN_ATTN_PATHS(attendGroup,
+                (const AttendProblem &p, int64_t t, int64_t kvHead, int64_t h0,
+                 int64_t group, const Buffers &b),
+                (p, t, kvHead, h0, group, b))
 
 } // namespace
 

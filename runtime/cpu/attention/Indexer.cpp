@@ -81,9 +81,9 @@ Layout carve(Carver &c, const IndexerArgs &a, int threads) {
 }
 
 /// Scores keys [s0, s1) of token t into `scores`.
-KILN_ATTN_CLONES
-void scoreBlock(const IndexerArgs &a, int64_t t, int64_t s0, int64_t s1,
-                float *scores, const ThreadBuffers &b) {
+KILN_ATTN_INLINE void scoreBlockBody(const IndexerArgs &a, int64_t t,
+                                     int64_t s0, int64_t s1, float *scores,
+                                     const ThreadBuffers &b) {
   const int32_t seq = a.seqIds[t];
   const float *w = a.weights + t * a.heads;
   for (int64_t h = 0; h < a.heads; ++h)
@@ -104,6 +104,10 @@ void scoreBlock(const IndexerArgs &a, int64_t t, int64_t s0, int64_t s1,
     }
   }
 }
+KILN_ATTN_PATHS(scoreBlock,
+                (const IndexerArgs &a, int64_t t, int64_t s0, int64_t s1,
+                 float *scores, const ThreadBuffers &b),
+                (a, t, s0, s1, scores, b))
 
 /// A score as an unsigned key in the same order as the float (the two zeros
 /// one key; NaN never reaches here, scoreBlock maps it to -inf).

@@ -126,9 +126,9 @@ KILN_ATTN_INLINE const float *const *floatPanel(const WeightView &w,
 
 /// Step 1 for head h, chunk tokens [t0, t1): q_abs += q_nope[i] W_UK_h[i]
 /// summed over i in order, panel by panel.
-KILN_ATTN_CLONES
-void absorbQuery(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
-                 int64_t t1, const Layout &l, const PanelBuffers &b) {
+KILN_ATTN_INLINE void absorbQueryBody(const MlaArgs &a, int64_t base, int64_t h,
+                                      int64_t t0, int64_t t1, const Layout &l,
+                                      const PanelBuffers &b) {
   const MlaDims &d = a.dims;
   const int64_t width = d.latentDim + d.ropeDim;
   for (int64_t t = t0; t < t1; ++t) {
@@ -155,12 +155,16 @@ void absorbQuery(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
                     d.latentDim);
   }
 }
+KILN_ATTN_PATHS(absorbQuery,
+                (const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
+                 int64_t t1, const Layout &l, const PanelBuffers &b),
+                (a, base, h, t0, t1, l, b))
 
 /// Step 3 for head h, chunk tokens [t0, t1): out = W_UV_h o_lat.
-KILN_ATTN_CLONES
-void expandOutput(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
-                  int64_t t1, const Layout &l, const PanelBuffers &b,
-                  float *out) {
+KILN_ATTN_INLINE void expandOutputBody(const MlaArgs &a, int64_t base,
+                                       int64_t h, int64_t t0, int64_t t1,
+                                       const Layout &l, const PanelBuffers &b,
+                                       float *out) {
   const MlaDims &d = a.dims;
   for (int64_t t = t0; t < t1; ++t)
     b.tokenIn[t - t0] = l.oLat + (t * d.heads + h) * d.latentDim;
@@ -177,6 +181,11 @@ void expandOutput(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
                    rows, d.latentDim, y, ldy);
   }
 }
+KILN_ATTN_PATHS(expandOutput,
+                (const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
+                 int64_t t1, const Layout &l, const PanelBuffers &b,
+                 float *out),
+                (a, base, h, t0, t1, l, b, out))
 
 } // namespace
 

@@ -1,28 +1,54 @@
 //===- Vec.h - Small vector loops shared by the attention kernels -*- C++ -*-//
 //
 // Internal. Written with GCC/Clang vector extensions on 16-float vectors, so
-// one source serves every ISA; KILN_ATTN_CLONES compiles a hot function for
-// AVX-512, AVX2 and baseline x86-64 and picks one at load time. The loops are
+// one source serves every ISA; KILN_ATTN_PATHS compiles a hot function for
+// AVX-512, AVX2 and baseline x86-64 and runs the one the kernel path
+// (cpu::cpuPath(): the CPU's best, or --cpu-path / $KILN_CPU_PATH) names, so
+// forcing a lower path tests the lower attention code too. The loops are
 // register-tiled (several queries x several keys per pass) but every dot
-// product sums in one fixed order whatever its tile, so results do not
-// depend on how work is split across threads.
+// product sums in one fixed order whatever its tile, and the library is
+// built without floating-point contraction (no fused multiply-add where the
+// source has a multiply and an add), so results depend neither on how work
+// is split across threads nor on the path.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_RUNTIME_CPU_ATTENTION_VEC_H
 #define KILN_RUNTIME_CPU_ATTENTION_VEC_H
 
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Types.h"
 
 #include <cstdint>
 #include <cstring>
 
+/// Defines `void name params` running `name##Body args` (an always-inline
+/// function with those parameters) compiled for the kernel path: AVX-512,
+/// AVX2 or baseline x86-64. One compilation where the build targets
+/// AVX-512 already or the compiler is not GCC/Clang on x86-64.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&        \
     !defined(__AVX512F__)
-#define KILN_ATTN_CLONES                                                       \
-  __attribute__((target_clones("avx512f", "avx2", "default")))
+#define KILN_ATTN_PATHS(name, params, args)                                    \
+  __attribute__((                                                              \
+      target("avx512f,avx512bw,avx512vl"))) void name##Avx512 params {         \
+    name##Body args;                                                           \
+  }                                                                            \
+  __attribute__((target("avx2"))) void name##Avx2 params { name##Body args; }  \
+  void name##Baseline params { name##Body args; }                              \
+  void name params {                                                           \
+    switch (::kiln::cpu::cpuPath()) {                                          \
+    case ::kiln::cpu::CpuPath::Avx512:                                         \
+      return name##Avx512 args;                                                \
+    case ::kiln::cpu::CpuPath::Avx2:                                           \
+      return name##Avx2 args;                                                  \
+    case ::kiln::cpu::CpuPath::Scalar:                                         \
+      break;                                                                   \
+    }                                                                          \
+    name##Baseline args;                                                       \
+  }
 #else
-#define KILN_ATTN_CLONES
+#define KILN_ATTN_PATHS(name, params, args)                                    \
+  void name params { name##Body args; }
 #endif
 
 #define KILN_ATTN_INLINE inline __attribute__((always_inline))
