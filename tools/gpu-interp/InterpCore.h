@@ -251,8 +251,21 @@ public:
   const HandlerMap *handlers = nullptr;
   uint64_t steps = 0, maxSteps = 0;
 
+private:
+  struct IndexOperands {
+    mlir::Operation *op = nullptr;
+    unsigned first = 0, n = 0;
+    uint64_t version = ~uint64_t(0);
+    llvm::SmallVector<const Val *, 4> vals;
+    llvm::SmallVector<unsigned, 4> widths;
+  } indexOperands_;
+
+public:
   Val &get(mlir::Value v);
-  void set(mlir::Value v, Val &&val) { env[v] = std::move(val); }
+  void set(mlir::Value v, Val &&val) {
+    ++envVersion; // may move the map's values (indices() caches pointers)
+    env[v] = std::move(val);
+  }
   Val make(mlir::Type t) const { return Val(lanes, numElems(t)); }
 
   /// Runs the ops of `block` under `mask` up to its terminator, which it
@@ -278,9 +291,11 @@ public:
                  Word *out);
   void writeElems(View &view, int64_t linear, mlir::Type scalar, unsigned count,
                   const Word *in);
-  /// Indices of operands [first, first + n) for `lane`, as int64.
+  /// Indices of operands [first, first + n) for `lane`, as int64. The
+  /// operands' values are looked up once for the lanes of one op.
   llvm::SmallVector<int64_t, 4> indices(mlir::Operation &op, unsigned first,
                                         unsigned n, unsigned lane);
+  uint64_t envVersion = 0; // bumped by set() and by clearing env
   unsigned newBuffer(size_t bytes, std::string what, uint8_t fill);
   std::string where(unsigned lane) const;
   /// Fails unless all lanes of each wave with an active lane are active.

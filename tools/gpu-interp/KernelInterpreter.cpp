@@ -136,11 +136,23 @@ void Interp::requireWholeWaves(Operation &op, const Mask &mask) {
 
 SmallVector<int64_t, 4> Interp::indices(Operation &op, unsigned first,
                                         unsigned n, unsigned lane) {
-  SmallVector<int64_t, 4> out;
-  for (unsigned i = 0; i < n; ++i) {
-    Value v = op.getOperand(first + i);
-    out.push_back(sext(get(v).at(lane), intWidth(v.getType())));
+  IndexOperands &c = indexOperands_;
+  if (c.op != &op || c.first != first || c.n != n || c.version != envVersion) {
+    c.op = &op;
+    c.first = first;
+    c.n = n;
+    c.version = envVersion;
+    c.vals.clear();
+    c.widths.clear();
+    for (unsigned i = 0; i < n; ++i) {
+      Value v = op.getOperand(first + i);
+      c.vals.push_back(&get(v));
+      c.widths.push_back(intWidth(v.getType()));
+    }
   }
+  SmallVector<int64_t, 4> out;
+  for (unsigned i = 0; i < n; ++i)
+    out.push_back(sext(c.vals[i]->at(lane), c.widths[i]));
   return out;
 }
 
@@ -683,6 +695,7 @@ static std::string runKernelImpl(ModuleOp module, StringRef symbol,
       for (int64_t x = 0; x < grid[0]; ++x) {
         in.blockId = {x, y, z};
         in.env.clear();
+        ++in.envVersion;
         in.steps = 0;
         in.buffers.resize(baseBuffers);
         in.views.resize(baseViews);
