@@ -68,6 +68,16 @@ inline Word fromF(double d) {
   std::memcpy(&w, &d, 8);
   return w;
 }
+inline float bitsF32(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+inline uint32_t f32Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
 inline Word lowBits(unsigned bits) {
   return bits >= 64 ? ~Word(0) : (Word(1) << bits) - 1;
 }
@@ -118,9 +128,9 @@ struct ScalarCodec {
   Word decode(uint64_t raw) const {
     switch (kind) {
     case F32:
-      return fromF(double(f32FromBits(uint32_t(raw))));
+      return fromF(double(bitsF32(uint32_t(raw))));
     case BF16:
-      return fromF(double(f32FromBits(uint32_t(raw) << 16)));
+      return fromF(double(bitsF32(uint32_t(raw) << 16)));
     case F64:
     case Int:
       return raw & lowBits(intBits);
@@ -133,9 +143,9 @@ struct ScalarCodec {
   uint64_t encode(Word w) const {
     switch (kind) {
     case F32:
-      return f32ToBits(float(asF(w)));
+      return f32Bits(float(asF(w)));
     case BF16:
-      return f32ToBits(bf16Round(float(asF(w)))) >> 16;
+      return f32Bits(bf16Round(float(asF(w)))) >> 16;
     case F64:
     case Int:
       return w & lowBits(intBits);
@@ -146,16 +156,6 @@ struct ScalarCodec {
   }
 
 private:
-  static float f32FromBits(uint32_t b) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-  }
-  static uint32_t f32ToBits(float f) {
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-  }
   Word decodeOther(uint64_t raw) const;
   uint64_t encodeOther(Word w) const;
 };

@@ -91,17 +91,6 @@ unsigned kiln::rocdl::interp::icore::e2m1Round(double v) {
   return sign | best;
 }
 
-static float bitsF32(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-static uint32_t f32Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
 float kiln::rocdl::interp::icore::bf16Round(float f) {
   uint32_t bits = f32Bits(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u)
