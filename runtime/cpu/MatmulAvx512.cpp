@@ -25,6 +25,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 
 #include "runtime/cpu/Avx512Decode.h"
+#include "runtime/cpu/TilePrefetch.h"
 
 #include <algorithm>
 
@@ -219,45 +220,6 @@ KILN_AVX512 void decodeTile(const Dec &dec, int64_t n, int64_t rows, int64_t k0,
       _mm512_store_ps(out + k, _mm512_setzero_ps());
   }
 }
-
-/// The cache lines of one weight tile (rows [n, n + rows), columns [k0, k0
-/// + len)), asked for into L2 a few at a time while the tile before it is
-/// swept: a GEMM's weights stream from DRAM once per token block (an
-/// expert's in MoE prefill), and a tile's rows are short runs (4 KiB of a
-/// BF16 panel) that the hardware prefetchers start on too late.
-class TilePrefetch {
-public:
-  template <class Dec>
-  KILN_AVX512_INLINE TilePrefetch(const Dec &dec, int64_t n, int64_t rows,
-                                  int64_t k0, int64_t len) {
-    const int64_t P = Dec::kPanel;
-    const int64_t cols = std::min(len, dec.w.cols - k0);
-    if (rows <= 0 || cols <= 0)
-      return;
-    bytes_ = (cols + 31) / 32 * P * Dec::bytesPer32();
-    for (int64_t g = n / P * P; g < n + rows && groups_ < kMaxGroups; g += P)
-      start_[groups_++] = static_cast<const char *>(dec.rowBytes(g)) +
-                          k0 / 32 * P * Dec::bytesPer32();
-    lines_ = groups_ * ((bytes_ + 63) / 64);
-  }
-  /// Asks for the next `count` lines (no divisions: this runs between
-  /// kernel calls).
-  KILN_AVX512_INLINE void issue(int64_t count) {
-    for (; count > 0 && group_ < groups_; --count) {
-      _mm_prefetch(start_[group_] + offset_, _MM_HINT_T1);
-      offset_ += 64;
-      if (offset_ >= bytes_)
-        offset_ = 0, ++group_;
-    }
-  }
-  int64_t lines() const { return lines_; }
-
-private:
-  static constexpr int kMaxGroups = 32;
-  const char *start_[kMaxGroups];
-  int groups_ = 0, group_ = 0;
-  int64_t bytes_ = 0, lines_ = 0, offset_ = 0;
-};
 
 /// acc[i][j] += x_i · w_j over [k0, k0 + len): 4 tokens x 4 rows. Columns
 /// at or past K read as zero from x (the tile is already zero there).

@@ -38,6 +38,9 @@ void matmulRowsAvx512(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                       int64_t nEnd);
 void matmulRowsAvx2(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                     int64_t nEnd);
+/// The AVX2 path's tiled GEMM (more than kGemvMaxTokens tokens).
+void matmulRowsAvx2Gemm(const MatmulRows &io, const WeightView &w,
+                        int64_t nBegin, int64_t nEnd);
 
 /// Per-thread scratch reused across calls: `slot` names one of a few
 /// independent buffers (0-3: the kernels; 4: matmul()'s rounded rows). Returns

@@ -16,7 +16,7 @@ threads = [int(t) for t in sys.argv[2].split(",")]
 batches = [int(b) for b in sys.argv[3].split(",")]
 want_mode = sys.argv[4] if len(sys.argv) > 4 else "f32"
 errors = []
-if doc["cpu"]["kernel_path"] not in ("scalar", "avx512"):
+if doc["cpu"]["kernel_path"] not in ("scalar", "avx2", "avx512"):
     errors.append(f"kernel_path {doc['cpu']['kernel_path']!r}")
 if doc["cpu"].get("mxfp4_activations") != want_mode:
     errors.append(f"mxfp4_activations {doc['cpu'].get('mxfp4_activations')!r}, want {want_mode!r}")

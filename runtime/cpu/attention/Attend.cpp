@@ -95,6 +95,7 @@ KILN_ATTN_INLINE void prefetchListed(const AttendProblem &p, int32_t seq,
 }
 
 /// Query heads [h0, h0 + group) of token t, all reading KV head kvHead.
+template <int W>
 KILN_ATTN_INLINE void attendGroupBody(const AttendProblem &p, int64_t t,
                                       int64_t kvHead, int64_t h0, int64_t group,
                                       const Buffers &b) {
@@ -123,8 +124,8 @@ KILN_ATTN_INLINE void attendGroupBody(const AttendProblem &p, int64_t t,
       break;
     if (list)
       prefetchListed(p, seq, list, n, next, keyCol);
-    vec::dotGrid(b.queryPtr, group, b.keyPtr, count, p.keyDim, b.scores,
-                 kBlock);
+    vec::dotGrid<W>(b.queryPtr, group, b.keyPtr, count, p.keyDim, b.scores,
+                    kBlock);
     // Online softmax: rescale what was summed under the old maximum, then
     // turn this block's scores into weights.
     for (int64_t g = 0; g < group; ++g) {
@@ -150,8 +151,8 @@ KILN_ATTN_INLINE void attendGroupBody(const AttendProblem &p, int64_t t,
       }
       b.maxScore[g] = m;
     }
-    vec::axpyGrid(b.outPtr, group, b.scores, kBlock, b.valuePtr, count,
-                  p.valueDim);
+    vec::axpyGrid<W>(b.outPtr, group, b.scores, kBlock, b.valuePtr, count,
+                     p.valueDim);
   }
   for (int64_t g = 0; g < group; ++g)
     vec::scale(b.outPtr[g], b.sum[g] > 0.0f ? 1.0f / b.sum[g] : 0.0f,

@@ -81,6 +81,7 @@ Layout carve(Carver &c, const IndexerArgs &a, int threads) {
 }
 
 /// Scores keys [s0, s1) of token t into `scores`.
+template <int W>
 KILN_ATTN_INLINE void scoreBlockBody(const IndexerArgs &a, int64_t t,
                                      int64_t s0, int64_t s1, float *scores,
                                      const ThreadBuffers &b) {
@@ -94,7 +95,7 @@ KILN_ATTN_INLINE void scoreBlockBody(const IndexerArgs &a, int64_t t,
       b.keyPtr[j] =
           vec::cacheColumns(a.keys, a.keys.row(seq, int32_t(first + j)), 0,
                             a.dim, b.keys + j * a.dim);
-    vec::dotGrid(b.qPtr, a.heads, b.keyPtr, count, a.dim, b.dots, kKeyStep);
+    vec::dotGrid<W>(b.qPtr, a.heads, b.keyPtr, count, a.dim, b.dots, kKeyStep);
     for (int64_t j = 0; j < count; ++j) {
       float total = 0.0f;
       for (int64_t h = 0; h < a.heads; ++h)

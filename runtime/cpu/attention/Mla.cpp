@@ -126,6 +126,7 @@ KILN_ATTN_INLINE const float *const *floatPanel(const WeightView &w,
 
 /// Step 1 for head h, chunk tokens [t0, t1): q_abs += q_nope[i] W_UK_h[i]
 /// summed over i in order, panel by panel.
+template <int W>
 KILN_ATTN_INLINE void absorbQueryBody(const MlaArgs &a, int64_t base, int64_t h,
                                       int64_t t0, int64_t t1, const Layout &l,
                                       const PanelBuffers &b) {
@@ -147,12 +148,12 @@ KILN_ATTN_INLINE void absorbQueryBody(const MlaArgs &a, int64_t base, int64_t h,
     const float *x = qNope + i;
     const int64_t ldx = d.heads * d.nopeDim;
     if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, t1 - t0, b))
-      vec::axpyGrid(b.tokenOut, t1 - t0, x, ldx, w16, rows, d.latentDim,
-                    kPanel * d.latentDim);
+      vec::axpyGrid<W>(b.tokenOut, t1 - t0, x, ldx, w16, rows, d.latentDim,
+                       kPanel * d.latentDim);
     else
-      vec::axpyGrid(b.tokenOut, t1 - t0, x, ldx,
-                    floatPanel(a.kvB, firstRow + i, rows, b), rows,
-                    d.latentDim);
+      vec::axpyGrid<W>(b.tokenOut, t1 - t0, x, ldx,
+                       floatPanel(a.kvB, firstRow + i, rows, b), rows,
+                       d.latentDim);
   }
 }
 KILN_ATTN_PATHS(absorbQuery,
@@ -161,6 +162,7 @@ KILN_ATTN_PATHS(absorbQuery,
                 (a, base, h, t0, t1, l, b))
 
 /// Step 3 for head h, chunk tokens [t0, t1): out = W_UV_h o_lat.
+template <int W>
 KILN_ATTN_INLINE void expandOutputBody(const MlaArgs &a, int64_t base,
                                        int64_t h, int64_t t0, int64_t t1,
                                        const Layout &l, const PanelBuffers &b,
@@ -174,11 +176,12 @@ KILN_ATTN_INLINE void expandOutputBody(const MlaArgs &a, int64_t base,
     float *y = out + ((base + t0) * d.heads + h) * d.valueDim + i;
     const int64_t ldy = d.heads * d.valueDim;
     if (auto *w16 = bf16Panel(a.kvB, firstRow + i, rows, t1 - t0, b))
-      vec::dotGrid(b.tokenIn, t1 - t0, w16, rows, d.latentDim, y, ldy,
-                   kPanel * d.latentDim);
+      vec::dotGrid<W>(b.tokenIn, t1 - t0, w16, rows, d.latentDim, y, ldy,
+                      kPanel * d.latentDim);
     else
-      vec::dotGrid(b.tokenIn, t1 - t0, floatPanel(a.kvB, firstRow + i, rows, b),
-                   rows, d.latentDim, y, ldy);
+      vec::dotGrid<W>(b.tokenIn, t1 - t0,
+                      floatPanel(a.kvB, firstRow + i, rows, b), rows,
+                      d.latentDim, y, ldy);
   }
 }
 KILN_ATTN_PATHS(expandOutput,

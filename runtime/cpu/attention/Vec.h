@@ -21,20 +21,30 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
-/// Defines `void name params` running `name##Body args` (an always-inline
-/// function with those parameters) compiled for the kernel path: AVX-512,
-/// AVX2 or baseline x86-64. One compilation where the build targets
-/// AVX-512 already or the compiler is not GCC/Clang on x86-64.
+/// Defines `void name params` running `name##Body<W> args` (an always-inline
+/// function template with those parameters) compiled for the kernel path:
+/// AVX-512, AVX2 or baseline x86-64. W is the register tiles' width the
+/// Body passes to dotGrid and axpyGrid: vec::kTileWide (4) where 32 vector
+/// registers hold 16 floats each, vec::kTileNarrow (2) where 16 registers
+/// hold 8 or 4 (a 4 x 4 tile of 16-float sums needs 32 AVX2 registers and
+/// spilled: the mid model's prefill spent 2.7x as long in mla_attention).
+/// Tiles change no value. One compilation where the build targets AVX-512
+/// already or the compiler is not GCC/Clang on x86-64.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) &&        \
     !defined(__AVX512F__)
 #define KILN_ATTN_PATHS(name, params, args)                                    \
   __attribute__((                                                              \
       target("avx512f,avx512bw,avx512vl"))) void name##Avx512 params {         \
-    name##Body args;                                                           \
+    name##Body<::kiln::cpu::vec::kTileWide> args;                              \
   }                                                                            \
-  __attribute__((target("avx2"))) void name##Avx2 params { name##Body args; }  \
-  void name##Baseline params { name##Body args; }                              \
+  __attribute__((target("avx2"))) void name##Avx2 params {                     \
+    name##Body<::kiln::cpu::vec::kTileNarrow> args;                            \
+  }                                                                            \
+  void name##Baseline params {                                                 \
+    name##Body<::kiln::cpu::vec::kTileNarrow> args;                            \
+  }                                                                            \
   void name params {                                                           \
     switch (::kiln::cpu::cpuPath()) {                                          \
     case ::kiln::cpu::CpuPath::Avx512:                                         \
@@ -46,14 +56,21 @@
     }                                                                          \
     name##Baseline args;                                                       \
   }
+#elif defined(__AVX512F__)
+#define KILN_ATTN_PATHS(name, params, args)                                    \
+  void name params { name##Body<::kiln::cpu::vec::kTileWide> args; }
 #else
 #define KILN_ATTN_PATHS(name, params, args)                                    \
-  void name params { name##Body args; }
+  void name params { name##Body<::kiln::cpu::vec::kTileNarrow> args; }
 #endif
 
 #define KILN_ATTN_INLINE inline __attribute__((always_inline))
 
 namespace kiln::cpu::vec {
+
+/// Register tile widths of KILN_ATTN_PATHS.
+constexpr int kTileWide = 4;
+constexpr int kTileNarrow = 2;
 
 /// 16 floats: one AVX-512 register, two AVX2 or four SSE registers.
 typedef float F16x __attribute__((vector_size(64), aligned(4)));
@@ -90,8 +107,66 @@ KILN_ATTN_INLINE F16x loadPartial(const uint16_t *p, int64_t n) {
 KILN_ATTN_INLINE float element(const float *p) { return *p; }
 KILN_ATTN_INLINE float element(const uint16_t *p) { return bf16ToFloat(*p); }
 
-/// Lane sum, halving: the same order for every caller.
-KILN_ATTN_INLINE float sum(F16x v) {
+/// 16 floats as two 8-float vectors, lanes 0-7 and 8-15: the narrow tiles'
+/// (kTileNarrow) vector. GCC lowers F16x arithmetic for AVX2 through the
+/// stack (scalars broadcast by stores, accumulators spilled: most of
+/// absorbQuery's time on a Zen 3); two 32-byte halves stay in registers.
+/// Same lanes, same operations, same bits as F16x.
+typedef float F8x __attribute__((vector_size(32), aligned(4)));
+struct F8x2 {
+  F8x lo, hi;
+};
+KILN_ATTN_INLINE F8x2 operator*(F8x2 a, F8x2 b) {
+  return {a.lo * b.lo, a.hi * b.hi};
+}
+KILN_ATTN_INLINE F8x2 operator*(float s, F8x2 b) {
+  return {s * b.lo, s * b.hi};
+}
+KILN_ATTN_INLINE F8x2 &operator+=(F8x2 &a, F8x2 b) {
+  a.lo += b.lo;
+  a.hi += b.hi;
+  return a;
+}
+KILN_ATTN_INLINE void store(float *p, F8x2 v) {
+  std::memcpy(p, &v.lo, sizeof(v.lo));
+  std::memcpy(p + 8, &v.hi, sizeof(v.hi));
+}
+KILN_ATTN_INLINE F8x load8(const float *p) {
+  F8x v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+KILN_ATTN_INLINE F8x load8(const uint16_t *p) {
+  typedef uint16_t H8x __attribute__((vector_size(16), aligned(2)));
+  typedef uint32_t W8x __attribute__((vector_size(32)));
+  H8x h;
+  std::memcpy(&h, p, sizeof(h));
+  const W8x w = __builtin_convertvector(h, W8x) << 16;
+  F8x v;
+  std::memcpy(&v, &w, sizeof(v));
+  return v;
+}
+
+/// The tiles of width W compute with this vector type.
+template <int W> using TileVec = std::conditional_t<W == kTileWide, F16x, F8x2>;
+
+/// 16 floats (or BF16 bits, widened) from p as vector type V.
+template <class V, class E> KILN_ATTN_INLINE V loadAs(const E *p) {
+  if constexpr (std::is_same_v<V, F16x>)
+    return load(p);
+  else
+    return V{load8(p), load8(p + 8)};
+}
+/// The first n < 16 values of p, zero padded, as vector type V.
+template <class V, class E>
+KILN_ATTN_INLINE V loadPartialAs(const E *p, int64_t n) {
+  E tmp[16] = {};
+  std::memcpy(tmp, p, size_t(n) * sizeof(E));
+  return loadAs<V>(tmp);
+}
+
+/// Lane sum, halving: the same order for every caller (F16x or F8x2).
+template <class V> KILN_ATTN_INLINE float sum(V v) {
   float lanes[16];
   store(lanes, v);
   for (int w = 8; w; w >>= 1)
@@ -149,37 +224,37 @@ KILN_ATTN_INLINE void prefetchAhead(const E *p, int64_t ahead) {
 /// (16 lanes over the columns, then sum()), so a dot's value does not depend
 /// on the tile it was computed in. `b` rows are floats or BF16 bits; `ahead`
 /// as for prefetchAhead, on the b rows.
-template <int A, int B, class E>
+template <int A, int B, class V = F16x, class E>
 KILN_ATTN_INLINE void dotTile(const float *const *a, const E *const *b,
                               int64_t n, float *out, int64_t ldOut,
                               int64_t ahead = 0) {
   constexpr int64_t kLine = 64 / sizeof(E);
-  F16x acc[A][B] = {};
+  V acc[A][B] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    F16x bv[B];
+    V bv[B];
     for (int y = 0; y < B; ++y) {
       if (i % kLine == 0)
         prefetchAhead(b[y] + i, ahead);
-      bv[y] = load(b[y] + i);
+      bv[y] = loadAs<V>(b[y] + i);
     }
     for (int x = 0; x < A; ++x) {
-      const F16x av = load(a[x] + i);
+      const V av = loadAs<V>(a[x] + i);
       for (int y = 0; y < B; ++y)
         acc[x][y] += av * bv[y];
     }
   }
   if (i < n) {
-    F16x bv[B];
+    V bv[B];
     for (int y = 0; y < B; ++y)
-      bv[y] = loadPartial(b[y] + i, n - i);
+      bv[y] = loadPartialAs<V>(b[y] + i, n - i);
     for (int x = 0; x < A; ++x) {
-      const F16x av = loadPartial(a[x] + i, n - i);
+      const V av = loadPartialAs<V>(a[x] + i, n - i);
       for (int y = 0; y < B; ++y)
         acc[x][y] += av * bv[y];
     }
   }
-  if constexpr (A * B == 16) {
+  if constexpr (A * B == 16 && std::is_same_v<V, F16x>) {
     float lanes[16];
     store(lanes, sum16(&acc[0][0]));
     for (int x = 0; x < A; ++x)
@@ -192,29 +267,29 @@ KILN_ATTN_INLINE void dotTile(const float *const *a, const E *const *b,
   }
 }
 
-template <int A, class E>
+template <int A, int W, class E>
 KILN_ATTN_INLINE void dotRow(const float *const *a, const E *const *b,
                              int64_t nb, int64_t n, float *out, int64_t ldOut,
                              int64_t ahead) {
   int64_t y = 0;
-  for (; y + 4 <= nb; y += 4)
-    dotTile<A, 4>(a, b + y, n, out + y, ldOut, ahead);
+  for (; y + W <= nb; y += W)
+    dotTile<A, W, TileVec<W>>(a, b + y, n, out + y, ldOut, ahead);
   for (; y < nb; ++y)
-    dotTile<A, 1>(a, b + y, n, out + y, ldOut, ahead);
+    dotTile<A, 1, TileVec<W>>(a, b + y, n, out + y, ldOut, ahead);
 }
 
-/// out[x * ldOut + y] = a[x] . b[y] for x < na, y < nb, in 4 x 4 tiles;
-/// `ahead` as for dotTile (only the first 4 rows of a prefetch: the rest
-/// find the lines in L2).
-template <class E>
+/// out[x * ldOut + y] = a[x] . b[y] for x < na, y < nb, in W x W tiles
+/// (kTileWide or kTileNarrow, KILN_ATTN_PATHS); `ahead` as for dotTile (only
+/// the first W rows of a prefetch: the rest find the lines in L2).
+template <int W, class E>
 KILN_ATTN_INLINE void dotGrid(const float *const *a, int64_t na,
                               const E *const *b, int64_t nb, int64_t n,
                               float *out, int64_t ldOut, int64_t ahead = 0) {
   int64_t x = 0;
-  for (; x + 4 <= na; x += 4)
-    dotRow<4>(a + x, b, nb, n, out + x * ldOut, ldOut, x == 0 ? ahead : 0);
+  for (; x + W <= na; x += W)
+    dotRow<W, W>(a + x, b, nb, n, out + x * ldOut, ldOut, x == 0 ? ahead : 0);
   for (; x < na; ++x)
-    dotRow<1>(a + x, b, nb, n, out + x * ldOut, ldOut, x == 0 ? ahead : 0);
+    dotRow<1, W>(a + x, b, nb, n, out + x * ldOut, ldOut, x == 0 ? ahead : 0);
 }
 
 KILN_ATTN_INLINE float dot(const float *a, const float *b, int64_t n) {
@@ -231,39 +306,40 @@ KILN_ATTN_INLINE void axpy(float *y, float a, const float *x, int64_t n) {
 
 /// y[r] += sum_j a[r * lda + j] * x[j] for r < R, j < count: per element the
 /// terms are added in order j = 0, 1, ... (as repeated axpy would), while
-/// 64 columns of R rows of y stay in registers. `x` rows are floats or BF16
-/// bits; `ahead` as for prefetchAhead, on the x rows.
-template <int R, class E>
+/// 16 x C columns of R rows of y stay in registers, as vectors of type V.
+/// `x` rows are floats or BF16 bits; `ahead` as for prefetchAhead, on the
+/// x rows.
+template <int R, int C, class V, class E>
 KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
                                const E *const *x, int64_t count, int64_t n,
                                int64_t ahead = 0) {
   constexpr int64_t kLine = 64 / sizeof(E);
   int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    F16x acc[R][4];
+  for (; i + 16 * C <= n; i += 16 * C) {
+    V acc[R][C];
     for (int r = 0; r < R; ++r)
-      for (int k = 0; k < 4; ++k)
-        acc[r][k] = load(y[r] + i + 16 * k);
+      for (int k = 0; k < C; ++k)
+        acc[r][k] = loadAs<V>(y[r] + i + 16 * k);
     for (int64_t j = 0; j < count; ++j) {
-      for (int64_t l = 0; l < 64; l += kLine)
+      for (int64_t l = 0; l < 16 * C; l += kLine)
         prefetchAhead(x[j] + i + l, ahead);
-      F16x xv[4];
-      for (int k = 0; k < 4; ++k)
-        xv[k] = load(x[j] + i + 16 * k);
+      V xv[C];
+      for (int k = 0; k < C; ++k)
+        xv[k] = loadAs<V>(x[j] + i + 16 * k);
       for (int r = 0; r < R; ++r)
-        for (int k = 0; k < 4; ++k)
+        for (int k = 0; k < C; ++k)
           acc[r][k] += a[r * lda + j] * xv[k];
     }
     for (int r = 0; r < R; ++r)
-      for (int k = 0; k < 4; ++k)
+      for (int k = 0; k < C; ++k)
         store(y[r] + i + 16 * k, acc[r][k]);
   }
   for (; i + 16 <= n; i += 16) {
-    F16x acc[R];
+    V acc[R];
     for (int r = 0; r < R; ++r)
-      acc[r] = load(y[r] + i);
+      acc[r] = loadAs<V>(y[r] + i);
     for (int64_t j = 0; j < count; ++j) {
-      const F16x xv = load(x[j] + i);
+      const V xv = loadAs<V>(x[j] + i);
       for (int r = 0; r < R; ++r)
         acc[r] += a[r * lda + j] * xv;
     }
@@ -276,17 +352,20 @@ KILN_ATTN_INLINE void axpyTile(float *const *y, const float *a, int64_t lda,
         y[r][i] += a[r * lda + j] * element(x[j] + i);
 }
 
-/// axpyTile over `rows` rows of y, four at a time; `ahead` as for
-/// axpyTile (only the first pass prefetches).
-template <class E>
+/// axpyTile over `rows` rows of y, W rows of 16 x W columns at a time (W:
+/// kTileWide or kTileNarrow, KILN_ATTN_PATHS); `ahead` as for axpyTile (only
+/// the first pass prefetches).
+template <int W, class E>
 KILN_ATTN_INLINE void axpyGrid(float *const *y, int64_t rows, const float *a,
                                int64_t lda, const E *const *x, int64_t count,
                                int64_t n, int64_t ahead = 0) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4)
-    axpyTile<4>(y + r, a + r * lda, lda, x, count, n, r == 0 ? ahead : 0);
+  for (; r + W <= rows; r += W)
+    axpyTile<W, W, TileVec<W>>(y + r, a + r * lda, lda, x, count, n,
+                               r == 0 ? ahead : 0);
   for (; r < rows; ++r)
-    axpyTile<1>(y + r, a + r * lda, lda, x, count, n, r == 0 ? ahead : 0);
+    axpyTile<1, W, TileVec<W>>(y + r, a + r * lda, lda, x, count, n,
+                               r == 0 ? ahead : 0);
 }
 
 KILN_ATTN_INLINE void scale(float *y, float a, int64_t n) {

@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 using namespace kiln::cpu::vec;
@@ -74,12 +75,32 @@ TEST(Vec, FourByFourTileMatchesSingleDots) {
   }
 }
 
-TEST(Vec, Bf16RowsGiveTheBitsOfTheirFloatCopies) {
+/// dotGrid and axpyGrid with tile width W over `tokens` rows of x against
+/// the weight rows `wp` (floats or BF16 bits): dots, then y after the axpy.
+template <int W, class E>
+std::pair<std::vector<float>, std::vector<float>>
+grids(const std::vector<float> &x, int64_t tokens, const std::vector<E *> &wp,
+      int64_t n, const std::vector<float> &a, std::vector<float> y) {
+  const int64_t rows = int64_t(wp.size());
+  std::vector<const float *> xp;
+  std::vector<float *> yp;
+  for (int64_t t = 0; t < tokens; ++t) {
+    xp.push_back(x.data() + t * n);
+    yp.push_back(y.data() + t * n);
+  }
+  std::vector<float> d(size_t(tokens * rows));
+  dotGrid<W>(xp.data(), tokens, wp.data(), rows, n, d.data(), rows);
+  axpyGrid<W>(yp.data(), tokens, a.data(), rows, wp.data(), rows, n);
+  return {d, y};
+}
+
+TEST(Vec, GridsGiveTheSameBitsForBf16RowsAndEveryTileWidth) {
   std::mt19937 rng(13);
-  // Row counts cover the 4-row tiles and the single-row tail; lengths the
-  // 64-, 16-column and scalar tails.
-  for (int64_t rows : {1, 4, 7}) {
-    for (int64_t n : {5, 16, 80, 512, 515}) {
+  // Row and token counts cover the wide and narrow tiles and the single-row
+  // tails; lengths the 64-, 32-, 16-column and scalar tails.
+  constexpr int64_t kTokens = 5;
+  for (int64_t rows : {1, 2, 4, 7}) {
+    for (int64_t n : {5, 16, 48, 80, 512, 515}) {
       std::vector<uint16_t> w(size_t(rows * n));
       std::vector<float> wf(w.size());
       for (size_t i = 0; i < w.size(); ++i) {
@@ -92,32 +113,24 @@ TEST(Vec, Bf16RowsGiveTheBitsOfTheirFloatCopies) {
         wp[size_t(r)] = w.data() + r * n;
         wfp[size_t(r)] = wf.data() + r * n;
       }
-      // Two "tokens": dotGrid rows of x against the weight rows.
-      std::vector<float> x(2 * size_t(n));
-      for (float &v : x)
-        v = wild(rng);
-      const float *xp[2] = {x.data(), x.data() + n};
-      std::vector<float> d16(2 * size_t(rows)), d32(d16.size());
-      dotGrid(xp, 2, wp.data(), rows, n, d16.data(), rows);
-      dotGrid(xp, 2, wfp.data(), rows, n, d32.data(), rows);
-      for (size_t i = 0; i < d16.size(); ++i)
-        ASSERT_EQ(bits(d16[i]), bits(d32[i]))
-            << "dot " << i << ", rows " << rows << ", n " << n;
-      // axpyGrid: y[t] += sum_r a[t][r] * w[r], from the same start.
-      std::vector<float> a(2 * size_t(rows));
-      for (float &v : a)
-        v = wild(rng);
-      std::vector<float> y16(2 * size_t(n)), y32;
-      for (float &v : y16)
-        v = wild(rng);
-      y32 = y16;
-      float *yp16[2] = {y16.data(), y16.data() + n};
-      float *yp32[2] = {y32.data(), y32.data() + n};
-      axpyGrid(yp16, 2, a.data(), rows, wp.data(), rows, n);
-      axpyGrid(yp32, 2, a.data(), rows, wfp.data(), rows, n);
-      for (size_t i = 0; i < y16.size(); ++i)
-        ASSERT_EQ(bits(y16[i]), bits(y32[i]))
-            << "axpy " << i << ", rows " << rows << ", n " << n;
+      std::vector<float> x(size_t(kTokens * n)), a(size_t(kTokens * rows)),
+          y(x.size());
+      for (std::vector<float> *v : {&x, &a, &y})
+        for (float &e : *v)
+          e = wild(rng);
+      const auto want = grids<kTileWide>(x, kTokens, wfp, n, a, y);
+      const std::pair<const char *, decltype(want)> runs[] = {
+          {"bf16 wide", grids<kTileWide>(x, kTokens, wp, n, a, y)},
+          {"f32 narrow", grids<kTileNarrow>(x, kTokens, wfp, n, a, y)},
+          {"bf16 narrow", grids<kTileNarrow>(x, kTokens, wp, n, a, y)}};
+      for (const auto &[name, got] : runs) {
+        for (size_t i = 0; i < want.first.size(); ++i)
+          ASSERT_EQ(bits(got.first[i]), bits(want.first[i]))
+              << name << ": dot " << i << ", rows " << rows << ", n " << n;
+        for (size_t i = 0; i < want.second.size(); ++i)
+          ASSERT_EQ(bits(got.second[i]), bits(want.second[i]))
+              << name << ": axpy " << i << ", rows " << rows << ", n " << n;
+      }
     }
   }
 }

@@ -58,7 +58,7 @@ void checkFormat(WeightFormat format, const std::vector<Shape> &shapes) {
   std::mt19937 rng(1234 + int(format));
   for (const Shape &s : shapes) {
     TestWeight w = randomWeight(rng, format, s.n, s.k);
-    for (int64_t T : {1, 2, 3, 4, 5, 7, 64, 70}) {
+    for (int64_t T : {1, 2, 3, 4, 5, 7, 64, 70, 100}) {
       std::string what =
           std::string(formatName(format)) + " N=" + std::to_string(s.n) +
           " K=" + std::to_string(s.k) + " T=" + std::to_string(T);
