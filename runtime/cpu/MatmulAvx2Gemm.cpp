@@ -51,14 +51,30 @@ void packHalves(const MatmulRows &io, int64_t t0, int64_t T, int64_t K,
   const int64_t halfLen = kPadded / 2;
   for (int64_t t = 0; t < T; ++t) {
     const float *x = io.xRow(t0 + t);
-    float *o = out + t * kPadded;
-    for (int64_t c = 0; c < kPadded; ++c) {
-      int64_t src = c;
-      if (pairs) {
-        const int64_t q = c % 32;
-        src = c - q + (q < 16 ? 2 * q : 2 * (q - 16) + 1);
+    float *lo = out + t * kPadded, *hi = lo + halfLen;
+    if (pairs) { // K is whole 32s; block b is groups 2b and 2b + 1
+      for (int64_t b = 0; b < K / 32; ++b) {
+        const float *s = x + 32 * b;
+        float *l = lo + 16 * b, *h = hi + 16 * b;
+        for (int i = 0; i < 8; ++i) {
+          l[i] = s[2 * i];          // permuted 0-7: evens of [0, 16)
+          h[i] = s[16 + 2 * i];     // 8-15: evens of [16, 32)
+          l[8 + i] = s[2 * i + 1];  // 16-23: odds of [0, 16)
+          h[8 + i] = s[17 + 2 * i]; // 24-31: odds of [16, 32)
+        }
       }
-      o[halfMajor(c, halfLen)] = src < K ? x[src] : 0.0f;
+      continue;
+    }
+    int64_t g = 0;
+    for (; 16 * g + 16 <= K; ++g) {
+      std::memcpy(lo + 8 * g, x + 16 * g, 8 * sizeof(float));
+      std::memcpy(hi + 8 * g, x + 16 * g + 8, 8 * sizeof(float));
+    }
+    if (16 * g < K) { // the last, partial group, zero padded
+      float buf[16] = {};
+      std::copy_n(x + 16 * g, K - 16 * g, buf);
+      std::memcpy(lo + 8 * g, buf, 8 * sizeof(float));
+      std::memcpy(hi + 8 * g, buf + 8, 8 * sizeof(float));
     }
   }
 }
