@@ -11,7 +11,7 @@
 // than MXFP4) as floats. kPanel, rowBytes() and bytesPer32() as in
 // Avx512Decode.h. Values equal dequantizeRow()'s bit for bit. MXFP4
 // gives a block's even elements then its odd ones (the activations are
-// permuted the same way, packPairs), which is its pairing lane(k) =
+// permuted the same way by the matmul), which is its pairing lane(k) =
 // (k mod 32) / 2.
 //
 //===----------------------------------------------------------------------===//
@@ -205,21 +205,6 @@ template <int P> struct DecMXFP4Rows {
 /// The family rows::withDecoder() picks from.
 using Decoders =
     rows::Family<DecF32, DecBF16Rows, DecF16, DecFP8, DecMXFP4Rows>;
-
-/// Tokens [t0, t0 + T) of `io` permuted within each 32-block to evens then
-/// odds (MXFP4's lane pairing), into `out` [T, K].
-inline void packPairs(const MatmulRows &io, int64_t t0, int64_t T, int64_t K,
-                      float *out) {
-  for (int64_t t = 0; t < T; ++t) {
-    const float *x = io.xRow(t0 + t);
-    float *o = out + t * K;
-    for (int64_t k = 0; k < K; k += 32)
-      for (int i = 0; i < 16; ++i) {
-        o[k + i] = x[k + 2 * i];
-        o[k + 16 + i] = x[k + 2 * i + 1];
-      }
-  }
-}
 
 } // namespace kiln::cpu::avx2
 

@@ -28,6 +28,20 @@ using namespace kiln::cpu::avx2;
 
 namespace {
 
+/// Rows [0, T) of `io` permuted within each 32-block to evens then odds
+/// (MXFP4's lane pairing), into `out` [T, K].
+void packPairs(const MatmulRows &io, int64_t T, int64_t K, float *out) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float *x = io.xRow(t);
+    float *o = out + t * K;
+    for (int64_t k = 0; k < K; k += 32)
+      for (int i = 0; i < 16; ++i) {
+        o[k + i] = x[k + 2 * i];
+        o[k + 16 + i] = x[k + 2 * i + 1];
+      }
+  }
+}
+
 /// Rows [n, n + R) for the T tokens whose (possibly packed) rows are `x`.
 template <class Dec, int T, int R>
 KILN_AVX2 void gemvRows(const Dec &dec, const float *const *x,
@@ -103,7 +117,7 @@ KILN_AVX2 void gemv(const Dec &dec, const MatmulRows &io, int64_t nBegin,
   float *packed = Dec::kPacked ? threadScratch(1, size_t(T * K)) : nullptr;
   const float *x[kGemvMaxTokens];
   if (packed)
-    packPairs(io, 0, T, K, packed);
+    packPairs(io, T, K, packed);
   for (int64_t t = 0; t < T; ++t)
     x[t] = packed ? packed + t * K : io.xRow(t);
   switch (T) {

@@ -148,10 +148,7 @@ KILN_AVX2 void gemm(const Dec &dec, const MatmulRows &io, int64_t nBegin,
                      : nullptr;
   float *packed = threadScratch(1, size_t(kTokenBlock * kPadded));
 
-  // Blocks of equal size, a multiple of kTile (see MatmulAvx512.cpp).
-  const int64_t blocks = (io.tokens + kTokenBlock - 1) / kTokenBlock;
-  const int64_t block =
-      ((io.tokens + blocks - 1) / blocks + kTile - 1) / kTile * kTile;
+  const int64_t block = tokenBlockSize(io.tokens, kTokenBlock, kTile);
   for (int64_t t0 = 0; t0 < io.tokens; t0 += block) {
     const int64_t tokens = std::min(block, io.tokens - t0);
     packHalves(io, t0, tokens, K, kPadded, Dec::kPacked, packed);
@@ -166,13 +163,10 @@ KILN_AVX2 void gemm(const Dec &dec, const MatmulRows &io, int64_t nBegin,
         const bool first = c0 == 0, last = c0 + len == kPadded;
         decodeTile(dec, n0, rows, c0, len, tile);
         // The next tile's lines, spread over this one's sweep.
-        const int64_t nextC = last ? 0 : c0 + len;
-        const int64_t nextN = last ? n0 + kRowTile : n0;
-        TilePrefetch ahead(dec, nextN, std::min(kRowTile, nEnd - nextN), nextC,
-                           std::min(kColChunk, kPadded - nextC));
-        const int64_t kernels =
-            (tokens + kTile - 1) / kTile * ((rows + kTile - 1) / kTile);
-        const int64_t perKernel = (ahead.lines() + kernels - 1) / kernels;
+        TilePrefetch ahead = TilePrefetch::next(dec, n0, c0, len, nEnd, kPadded,
+                                                kRowTile, kColChunk);
+        const int64_t perKernel = ahead.perCall((tokens + kTile - 1) / kTile *
+                                                ((rows + kTile - 1) / kTile));
         for (int64_t tb = 0; tb < tokens; tb += kTile) {
           for (int64_t rb = 0; rb < rows; rb += kTile) {
             ahead.issue(perKernel);

@@ -184,9 +184,7 @@ KILN_AVX512 void gemv(const Dec &dec, const MatmulRows &io, int64_t nBegin,
 // GEMM
 //===----------------------------------------------------------------------===//
 
-/// Tokens per block at most; a call's tokens are split into blocks of equal
-/// size (a multiple of 4), so an expert with 70 rows in MoE prefill runs one
-/// block of 72 instead of 64 and a 6-row tail that decodes every tile again.
+/// Tokens per block at most (tokenBlockSize).
 constexpr int64_t kTokenBlock = 128;
 constexpr int64_t kRowTile = 32;   // weight rows per decoded tile
 constexpr int64_t kColChunk = 512; // columns per decoded tile
@@ -276,8 +274,7 @@ KILN_AVX512 void gemm(const Dec &dec, const MatmulRows &io, int64_t nBegin,
   float *packed =
       Dec::kPacked ? threadScratch(1, size_t(kTokenBlock * K)) : nullptr;
 
-  const int64_t blocks = (io.tokens + kTokenBlock - 1) / kTokenBlock;
-  const int64_t block = ((io.tokens + blocks - 1) / blocks + 3) / 4 * 4;
+  const int64_t block = tokenBlockSize(io.tokens, kTokenBlock, 4);
   for (int64_t t0 = 0; t0 < io.tokens; t0 += block) {
     const int64_t tokens = std::min(block, io.tokens - t0);
     const float *x[kTokenBlock];
@@ -295,12 +292,10 @@ KILN_AVX512 void gemm(const Dec &dec, const MatmulRows &io, int64_t nBegin,
         const bool first = k0 == 0, last = k0 + len == kPadded;
         decodeTile(dec, n0, rows, k0, len, tile);
         // The next tile of this token block, spread over this one's sweep.
-        const int64_t nextK = last ? 0 : k0 + len;
-        const int64_t nextN = last ? n0 + kRowTile : n0;
-        TilePrefetch ahead(dec, nextN, std::min(kRowTile, nEnd - nextN), nextK,
-                           std::min(kColChunk, kPadded - nextK));
-        const int64_t kernels = (tokens + 3) / 4 * ((rows + 3) / 4);
-        const int64_t perKernel = (ahead.lines() + kernels - 1) / kernels;
+        TilePrefetch ahead = TilePrefetch::next(dec, n0, k0, len, nEnd, kPadded,
+                                                kRowTile, kColChunk);
+        const int64_t perKernel =
+            ahead.perCall((tokens + 3) / 4 * ((rows + 3) / 4));
 
         for (int64_t tb = 0; tb < tokens; tb += 4) {
           for (int64_t rb = 0; rb < rows; rb += 4) {

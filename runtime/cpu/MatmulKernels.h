@@ -38,6 +38,16 @@ void matmulRowsAvx512(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                       int64_t nEnd);
 void matmulRowsAvx2(const MatmulRows &io, const WeightView &w, int64_t nBegin,
                     int64_t nEnd);
+/// Tokens per block of a tiled GEMM: `tokens` split into blocks of equal
+/// size, each at most `maxBlock` and a multiple of `multiple` (the register
+/// kernel's tokens), so an expert with 70 rows in MoE prefill runs one block
+/// of 72 instead of 64 and a 6-row tail that decodes every tile again.
+inline int64_t tokenBlockSize(int64_t tokens, int64_t maxBlock,
+                              int64_t multiple) {
+  const int64_t blocks = (tokens + maxBlock - 1) / maxBlock;
+  return ((tokens + blocks - 1) / blocks + multiple - 1) / multiple * multiple;
+}
+
 /// The AVX2 path's tiled GEMM (more than kGemvMaxTokens tokens).
 void matmulRowsAvx2Gemm(const MatmulRows &io, const WeightView &w,
                         int64_t nBegin, int64_t nEnd);

@@ -37,6 +37,22 @@ public:
                           k0 / 32 * P * Dec::bytesPer32();
     lines_ = groups_ * ((bytes_ + 63) / 64);
   }
+  /// The tile a GEMM sweeps after rows [n0, n0 + rowTile) x columns [k0, k0
+  /// + len), in a sweep of rows up to nEnd and kPadded columns in chunks of
+  /// colChunk: the next chunk of the same rows, or after the last chunk the
+  /// next rows' first (none past nEnd).
+  template <class Dec>
+  static inline __attribute__((always_inline)) TilePrefetch
+  next(const Dec &dec, int64_t n0, int64_t k0, int64_t len, int64_t nEnd,
+       int64_t kPadded, int64_t rowTile, int64_t colChunk) {
+    const bool last = k0 + len == kPadded;
+    const int64_t nextK = last ? 0 : k0 + len;
+    const int64_t nextN = last ? n0 + rowTile : n0;
+    return TilePrefetch(dec, nextN, std::min(rowTile, nEnd - nextN), nextK,
+                        std::min(colChunk, kPadded - nextK));
+  }
+  /// Lines to ask for per call so that `calls` calls cover lines().
+  int64_t perCall(int64_t calls) const { return (lines_ + calls - 1) / calls; }
   /// Asks for the next `count` lines (no divisions: this runs between
   /// kernel calls).
   inline __attribute__((always_inline)) void issue(int64_t count) {

@@ -136,6 +136,7 @@ KILN_ATTN_INLINE F8x load8(const float *p) {
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
+/// 8 BF16 values widened to floats, as load() widens 16.
 KILN_ATTN_INLINE F8x load8(const uint16_t *p) {
   typedef uint16_t H8x __attribute__((vector_size(16), aligned(2)));
   typedef uint32_t W8x __attribute__((vector_size(32)));
@@ -148,11 +149,17 @@ KILN_ATTN_INLINE F8x load8(const uint16_t *p) {
 }
 
 /// The tiles of width W compute with this vector type.
-template <int W> using TileVec = std::conditional_t<W == kTileWide, F16x, F8x2>;
+template <int W> struct TileVecOf {
+  using type = F8x2;
+};
+template <> struct TileVecOf<kTileWide> {
+  using type = F16x;
+};
+template <int W> using TileVec = typename TileVecOf<W>::type;
 
 /// 16 floats (or BF16 bits, widened) from p as vector type V.
 template <class V, class E> KILN_ATTN_INLINE V loadAs(const E *p) {
-  if constexpr (std::is_same_v<V, F16x>)
+  if constexpr (!std::is_same_v<V, F8x2>)
     return load(p);
   else
     return V{load8(p), load8(p + 8)};
@@ -254,7 +261,7 @@ KILN_ATTN_INLINE void dotTile(const float *const *a, const E *const *b,
         acc[x][y] += av * bv[y];
     }
   }
-  if constexpr (A * B == 16 && std::is_same_v<V, F16x>) {
+  if constexpr (A * B == 16 && !std::is_same_v<V, F8x2>) {
     float lanes[16];
     store(lanes, sum16(&acc[0][0]));
     for (int x = 0; x < A; ++x)
