@@ -66,7 +66,7 @@ bool kiln::cpu::usesBf16Dot(const WeightView &w) {
          bf16Activations() == Bf16Activations::BF16;
 }
 
-static void roundRow(const float *x, int64_t K, uint16_t *out) {
+void kiln::cpu::roundRowBf16(const float *x, int64_t K, uint16_t *out) {
   if (useAvx512Bf16())
     roundRowBf16Avx512(x, K, out);
   else
@@ -80,7 +80,7 @@ void kiln::cpu::roundRowsBf16(ThreadPool &pool, const float *x, int64_t stride,
       rows,
       [&](int64_t r0, int64_t r1, int) {
         for (int64_t r = r0; r < r1; ++r)
-          roundRow(x + r * stride, K, out + r * padded);
+          roundRowBf16(x + r * stride, K, out + r * padded);
       },
       /*grain=*/1, /*unitCost=*/K);
 }
@@ -98,7 +98,7 @@ void kiln::cpu::matmulRowsBf16(const MatmulRows &io, const WeightView &w,
     auto *values = reinterpret_cast<uint16_t *>(
         threadScratch(1, size_t(io.tokens * padded + 1) / 2));
     for (int64_t t = 0; t < io.tokens; ++t) {
-      roundRow(io.xRow(t), K, values + t * padded);
+      roundRowBf16(io.xRow(t), K, values + t * padded);
       rows[t] = values + t * padded;
     }
   }
@@ -106,4 +106,52 @@ void kiln::cpu::matmulRowsBf16(const MatmulRows &io, const WeightView &w,
     matmulBf16Avx512Bf16(io, rows, w, nBegin, nEnd);
   else
     matmulBf16Scalar(io, rows, w, nBegin, nEnd);
+}
+
+void kiln::cpu::packPairsBf16Scalar(const uint16_t *const *x, int64_t count,
+                                    int64_t n, uint16_t *out) {
+  for (int64_t p = 0; p < bf16Pairs(count); ++p, out += 2 * n) {
+    const uint16_t *odd = 2 * p + 1 < count ? x[2 * p + 1] : nullptr;
+    for (int64_t l = 0; l < n; ++l) {
+      out[2 * l] = x[2 * p][l];
+      out[2 * l + 1] = odd ? odd[l] : 0;
+    }
+  }
+}
+
+void kiln::cpu::packPairsBf16(const uint16_t *const *x, int64_t count,
+                              int64_t n, uint16_t *out) {
+  if (useAvx512Bf16())
+    packPairsBf16Avx512(x, count, n, out);
+  else
+    packPairsBf16Scalar(x, count, n, out);
+}
+
+void kiln::cpu::axpyPairsBf16Scalar(float *const *y, int64_t rows,
+                                    const uint16_t *a, int64_t lda,
+                                    const uint16_t *packed, int64_t pairs,
+                                    int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t *ar = a + r * lda;
+    for (int64_t l = 0; l < n; ++l) {
+      float acc = ftz(y[r][l]);
+      for (int64_t p = 0; p < pairs; ++p) {
+        const uint16_t *x = packed + p * 2 * n + 2 * l;
+        acc = ftz(std::fma(ftz(kiln::bf16ToFloat(ar[2 * p + 1])),
+                           ftz(kiln::bf16ToFloat(x[1])), acc));
+        acc = ftz(std::fma(ftz(kiln::bf16ToFloat(ar[2 * p])),
+                           ftz(kiln::bf16ToFloat(x[0])), acc));
+      }
+      y[r][l] = acc;
+    }
+  }
+}
+
+void kiln::cpu::axpyPairsBf16(float *const *y, int64_t rows, const uint16_t *a,
+                              int64_t lda, const uint16_t *packed,
+                              int64_t pairs, int64_t n) {
+  if (useAvx512Bf16())
+    axpyPairsBf16Avx512Bf16(y, rows, a, lda, packed, pairs, n);
+  else
+    axpyPairsBf16Scalar(y, rows, a, lda, packed, pairs, n);
 }

@@ -37,6 +37,11 @@ struct AttendProblem {
   /// converted key row is reused.
   bool valuesInKeyRows = false;
   float scale = 1.0f;
+  /// Scores and value sums as BF16 products (bf16Activations() is BF16):
+  /// queries, keys, values and the softmax weights rounded to BF16, scores
+  /// in MatmulBf16.h's row order, value sums in its pair form, a block of
+  /// keys at a time. The softmax itself stays FP32.
+  bool bf16 = false;
 
   int64_t tokens = 0;
   const int32_t *seqIds = nullptr;

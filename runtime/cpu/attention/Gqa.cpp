@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/attention/Gqa.h"
 
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/attention/Attend.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@ static detail::AttendProblem problemOf(const GqaArgs &a, float *out) {
   p.valueHeadStride = a.valueDim;
   p.valueDim = a.valueDim;
   p.scale = a.scale;
+  p.bf16 = bf16Activations() == Bf16Activations::BF16;
   p.tokens = a.tokens;
   p.seqIds = a.seqIds;
   p.positions = a.positions;

@@ -16,7 +16,9 @@
 
 #include "runtime/cpu/attention/Mla.h"
 
+#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/Dequant.h"
+#include "runtime/cpu/MatmulBf16.h"
 #include "runtime/cpu/attention/Attend.h"
 #include "runtime/cpu/attention/Parallel.h"
 #include "runtime/cpu/attention/Vec.h"
@@ -37,6 +39,8 @@ struct PanelBuffers {
   const uint16_t **rowBf16; // [kPanel], BF16 kv_b read in place
   const float **tokenIn;    // [kChunk]
   float **tokenOut;         // [kChunk]
+  uint16_t *pairs;          // bf16Products(): a panel packed in pairs
+  uint16_t *coef;           // ... [kChunk, bf16RowLength(nopeDim)] q_nope
 };
 
 struct Layout {
@@ -47,13 +51,24 @@ struct Layout {
   uint8_t *attend; // attendWorkspaceBytes
 };
 
-PanelBuffers carvePanel(Carver &c, int64_t latentDim) {
+/// Whether steps 1 and 3 multiply in BF16 (MatmulBf16.h): kv_b BF16, row
+/// after row, under Bf16Activations::BF16.
+bool bf16Products(const MlaArgs &a) {
+  return usesBf16Dot(a.kvB) && a.kvB.panelRows == 1;
+}
+
+PanelBuffers carvePanel(Carver &c, const MlaArgs &a) {
+  const MlaDims &d = a.dims;
+  // Sized by the mode alone: mlaWorkspaceBytes() does not see kv_b.
+  const int64_t bf16 = bf16Activations() == Bf16Activations::BF16 ? 1 : 0;
   PanelBuffers b;
-  b.rows = c.take<float>(kPanel * latentDim);
+  b.rows = c.take<float>(kPanel * d.latentDim);
   b.rowPtr = c.take<const float *>(kPanel);
   b.rowBf16 = c.take<const uint16_t *>(kPanel);
   b.tokenIn = c.take<const float *>(kChunk);
   b.tokenOut = c.take<float *>(kChunk);
+  b.pairs = c.take<uint16_t>(bf16 * bf16Pairs(kPanel) * 2 * d.latentDim);
+  b.coef = c.take<uint16_t>(bf16 * kChunk * bf16RowLength(d.nopeDim));
   return b;
 }
 
@@ -65,6 +80,7 @@ detail::AttendProblem latentProblem(const MlaArgs &a) {
   p.valueDim = d.latentDim;
   p.valuesInKeyRows = true;
   p.scale = a.scale;
+  p.bf16 = bf16Activations() == Bf16Activations::BF16;
   p.qHeads = d.heads;
   p.kvHeads = 1;
   p.keyListWidth = a.topkWidth;
@@ -78,7 +94,7 @@ Layout carve(Carver &c, const MlaArgs &a, int64_t tokens, int threads) {
   l.qLat = c.take<float>(chunk * d.heads * (d.latentDim + d.ropeDim));
   l.oLat = c.take<float>(chunk * d.heads * d.latentDim);
   Carver measure;
-  carvePanel(measure, d.latentDim);
+  carvePanel(measure, a);
   l.panelBytes = measure.used();
   l.panel = c.take<uint8_t>(int64_t(l.panelBytes) * threads);
   l.attend = c.take<uint8_t>(
@@ -124,12 +140,11 @@ KILN_ATTN_INLINE const float *const *floatPanel(const WeightView &w,
   return b.rowPtr;
 }
 
-/// Step 1 for head h, chunk tokens [t0, t1): q_abs += q_nope[i] W_UK_h[i]
-/// summed over i in order, panel by panel.
-template <int W>
-KILN_ATTN_INLINE void absorbQueryBody(const MlaArgs &a, int64_t base, int64_t h,
-                                      int64_t t0, int64_t t1, const Layout &l,
-                                      const PanelBuffers &b) {
+/// Step 1's start for head h, chunk tokens [t0, t1): q_lat = [0 | q_pe],
+/// b.tokenOut pointing at each token's row.
+KILN_ATTN_INLINE void startQueries(const MlaArgs &a, int64_t base, int64_t h,
+                                   int64_t t0, int64_t t1, const Layout &l,
+                                   const PanelBuffers &b) {
   const MlaDims &d = a.dims;
   const int64_t width = d.latentDim + d.ropeDim;
   for (int64_t t = t0; t < t1; ++t) {
@@ -139,6 +154,16 @@ KILN_ATTN_INLINE void absorbQueryBody(const MlaArgs &a, int64_t base, int64_t h,
                 q + d.latentDim);
     b.tokenOut[t - t0] = q;
   }
+}
+
+/// Step 1 for head h, chunk tokens [t0, t1): q_abs += q_nope[i] W_UK_h[i]
+/// summed over i in order, panel by panel.
+template <int W>
+KILN_ATTN_INLINE void absorbQueryBody(const MlaArgs &a, int64_t base, int64_t h,
+                                      int64_t t0, int64_t t1, const Layout &l,
+                                      const PanelBuffers &b) {
+  const MlaDims &d = a.dims;
+  startQueries(a, base, h, t0, t1, l, b);
   const float *qNope = a.qNope + ((base + t0) * d.heads + h) * d.nopeDim;
   const int64_t firstRow = h * (d.nopeDim + d.valueDim);
   for (int64_t i = 0; i < d.nopeDim; i += kPanel) {
@@ -190,6 +215,54 @@ KILN_ATTN_PATHS(expandOutput,
                  float *out),
                 (a, base, h, t0, t1, l, b, out))
 
+/// Step 1 with BF16 products (bf16Products(a)): each token's q_nope
+/// rounded once, each panel of W_UK_h rows packed in pairs as read, q_abs
+/// summed in MatmulBf16.h's pair form (the terms in the same order).
+void absorbQueryBf16(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
+                     int64_t t1, const Layout &l, const PanelBuffers &b) {
+  const MlaDims &d = a.dims;
+  startQueries(a, base, h, t0, t1, l, b);
+  const int64_t coefLength = bf16RowLength(d.nopeDim);
+  for (int64_t t = t0; t < t1; ++t)
+    roundRowBf16(a.qNope + ((base + t) * d.heads + h) * d.nopeDim, d.nopeDim,
+                 b.coef + (t - t0) * coefLength);
+  const auto *kvB = static_cast<const uint16_t *>(a.kvB.data);
+  const int64_t firstRow = h * (d.nopeDim + d.valueDim);
+  for (int64_t i = 0; i < d.nopeDim; i += kPanel) {
+    const int64_t rows = std::min(kPanel, d.nopeDim - i);
+    for (int64_t k = 0; k < rows; ++k)
+      b.rowBf16[k] = kvB + (firstRow + i + k) * a.kvB.cols;
+    // The next panel (the rows are contiguous) into L2 while this one is
+    // packed and used: a decode step streams kv_b from DRAM once.
+    const auto *next =
+        reinterpret_cast<const char *>(b.rowBf16[0] + kPanel * a.kvB.cols);
+    const int64_t nextRows = std::min(kPanel, d.nopeDim - i - kPanel);
+    for (int64_t byte = 0; byte < nextRows * a.kvB.cols * 2; byte += 64)
+      __builtin_prefetch(next + byte, 0, 2);
+    packPairsBf16(b.rowBf16, rows, d.latentDim, b.pairs);
+    axpyPairsBf16(b.tokenOut, t1 - t0, b.coef + i, coefLength, b.pairs,
+                  bf16Pairs(rows), d.latentDim);
+  }
+}
+
+/// Step 3 with BF16 products: out = W_UV_h o_lat as a BF16 matmul of the
+/// head's kv_b rows (MatmulBf16.h), o_lat rounded inside the call.
+void expandOutputBf16(const MlaArgs &a, int64_t base, int64_t h, int64_t t0,
+                      int64_t t1, const Layout &l, float *out) {
+  const MlaDims &d = a.dims;
+  MatmulRows io;
+  io.x = l.oLat + (t0 * d.heads + h) * d.latentDim;
+  io.xStride = d.heads * d.latentDim;
+  io.y = out + ((base + t0) * d.heads + h) * d.valueDim;
+  io.yStride = d.heads * d.valueDim;
+  io.tokens = t1 - t0;
+  WeightView w = a.kvB; // W_UV_h alone
+  w.data = static_cast<const uint16_t *>(a.kvB.data) +
+           (h * (d.nopeDim + d.valueDim) + d.nopeDim) * a.kvB.cols;
+  w.rows = d.valueDim;
+  matmulRowsBf16(io, w, 0, d.valueDim);
+}
+
 } // namespace
 
 size_t kiln::cpu::mlaWorkspaceBytes(const MlaDims &dims, int64_t tokens,
@@ -209,9 +282,10 @@ void kiln::cpu::mlaAttention(ThreadPool &pool, const MlaArgs &a, float *out,
   const int threads = pool.size();
   Carver c(workspace.get(mlaWorkspaceBytes(d, a.tokens, threads)));
   const Layout l = carve(c, a, a.tokens, threads);
+  const bool bf16 = bf16Products(a);
   auto panelOf = [&](int worker) {
     Carver pc(l.panel + size_t(worker) * l.panelBytes);
-    return carvePanel(pc, d.latentDim);
+    return carvePanel(pc, a);
   };
   // Token slices per head for steps 1 and 3: enough items for every thread.
   const int64_t slicesWanted =
@@ -232,7 +306,10 @@ void kiln::cpu::mlaAttention(ThreadPool &pool, const MlaArgs &a, float *out,
         [&](int64_t item, int w) {
           int64_t h, t0, t1;
           sliceOf(item, h, t0, t1);
-          absorbQuery(a, base, h, t0, t1, l, panelOf(w));
+          if (bf16)
+            absorbQueryBf16(a, base, h, t0, t1, l, panelOf(w));
+          else
+            absorbQuery(a, base, h, t0, t1, l, panelOf(w));
         },
         /*itemCost=*/sliceLen * d.nopeDim * d.latentDim);
 
@@ -250,7 +327,10 @@ void kiln::cpu::mlaAttention(ThreadPool &pool, const MlaArgs &a, float *out,
         [&](int64_t item, int w) {
           int64_t h, t0, t1;
           sliceOf(item, h, t0, t1);
-          expandOutput(a, base, h, t0, t1, l, panelOf(w), out);
+          if (bf16)
+            expandOutputBf16(a, base, h, t0, t1, l, out);
+          else
+            expandOutput(a, base, h, t0, t1, l, panelOf(w), out);
         },
         /*itemCost=*/sliceLen * d.latentDim * d.valueDim);
   }

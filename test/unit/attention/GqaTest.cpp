@@ -132,4 +132,26 @@ TEST(Gqa, ThreadCountDoesNotChangeBits) {
   EXPECT_LE(relL2(single, d.reference()), 1e-5);
 }
 
+TEST(Gqa, Bf16ProductsKeepTheirBitsAcrossThreadsAndPaths) {
+  GqaCase c(CacheElem::F32, 33, 7);
+  const std::vector<float> exact = run(c.args(), 2);
+  std::vector<float> one, scalar;
+  {
+    Bf16ProductsScope bf16;
+    one = run(c.args(), 1);
+    for (int threads : {2, 3}) {
+      const std::vector<float> many = run(c.args(), threads);
+      EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
+          << threads;
+    }
+  }
+  {
+    Bf16ProductsScope bf16(/*scalar=*/true);
+    scalar = run(c.args(), 2);
+  }
+  EXPECT_EQ(std::memcmp(one.data(), scalar.data(), one.size() * 4), 0);
+  EXPECT_LE(relL2(one, c.reference()), 2e-2);
+  EXPECT_GT(relL2(one, exact), 0.0);
+}
+
 } // namespace

@@ -271,6 +271,57 @@ TEST(Mla, DecodeHeadGroupingDoesNotChangeBits) {
   }
 }
 
+/// Token t of `a` alone, as a decode step would run it.
+MlaArgs tokenOf(const MlaArgs &a, int64_t t) {
+  MlaArgs one = a;
+  one.tokens = 1;
+  one.seqIds += t;
+  one.positions += t;
+  one.qNope += t * a.dims.heads * a.dims.nopeDim;
+  one.qPe += t * a.dims.heads * a.dims.ropeDim;
+  if (one.topk)
+    one.topk += t * a.topkWidth;
+  return one;
+}
+
+TEST(Mla, Bf16ProductsKeepTheirBitsAcrossThreadsPathsAndBatches) {
+  // Under Bf16Activations::BF16 (MatmulBf16.h): steps 1 and 3 and the
+  // latent attention multiply in BF16. The result moves from the exact one
+  // by BF16 rounding only, and its bits do not depend on the thread count,
+  // on the kernel path (scalar reference against AVX-512 BF16 where it
+  // runs) or on the other tokens of the call.
+  for (CacheElem elem : {CacheElem::F32, CacheElem::BF16})
+    for (int64_t topk : {0, 16}) {
+      MlaCase c(elem, /*tokens=*/40, /*seed=*/31);
+      if (topk)
+        c.randomTopk(topk, 17);
+      StoredWeight w = storeBf16(c.kvB, kRows, 64);
+      const MlaArgs a = c.args(w.view);
+      const std::vector<float> exact = absorbed(a, 2);
+      std::vector<float> one, scalar;
+      {
+        Bf16ProductsScope bf16;
+        one = absorbed(a, 1);
+        for (int threads : {2, 3})
+          EXPECT_TRUE(sameBits(one, absorbed(a, threads))) << threads;
+        const int64_t n = a.dims.heads * a.dims.valueDim;
+        for (int64_t t = 0; t < a.tokens; ++t) {
+          const std::vector<float> alone = absorbed(tokenOf(a, t), 2);
+          EXPECT_EQ(std::memcmp(alone.data(), one.data() + t * n, n * 4), 0)
+              << "token " << t;
+        }
+      }
+      {
+        Bf16ProductsScope bf16(/*scalar=*/true);
+        scalar = absorbed(a, 2);
+      }
+      EXPECT_TRUE(sameBits(one, scalar));
+      const double err = relL2(one, exact);
+      EXPECT_LE(err, 2e-2) << int(elem) << " topk " << topk;
+      EXPECT_GT(err, 0.0); // the mode took effect
+    }
+}
+
 TEST(Mla, ReservedWorkspaceIsEnough) {
   MlaCase c(CacheElem::F32, /*tokens=*/40);
   StoredWeight w = storeF32(c.kvB, kRows, 64);

@@ -72,6 +72,28 @@ TEST(MatmulBf16, RoundsAsTheContractSays) {
   EXPECT_EQ(got, want);
 }
 
+TEST(MatmulBf16, RandomBitsRoundAsTheScalar) {
+  if (!useAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 here: " << cpuSummary();
+  // Every class of float: random bits, then the exponent forced to zero
+  // (subnormals) or all ones (infinities, NaN) in a third each.
+  std::mt19937 rng(5);
+  const int64_t K = 1 << 20;
+  std::vector<float> row(static_cast<size_t>(K));
+  for (float &f : row) {
+    uint32_t u = uint32_t(rng());
+    if (u % 3 == 0)
+      u &= 0x807FFFFFu;
+    else if (u % 3 == 1)
+      u |= 0x7F800000u;
+    std::memcpy(&f, &u, 4);
+  }
+  std::vector<uint16_t> want(static_cast<size_t>(K)), got(want.size());
+  roundRowBf16Scalar(row.data(), K, want.data());
+  roundRowBf16Avx512(row.data(), K, got.data());
+  EXPECT_EQ(got, want);
+}
+
 /// y against Σ bf16(x_i) w_i in double: the float accumulation of
 /// MatmulBf16.h errs at most (K / 16 + 4) * 2^-24 * Σ |terms| (one rounding
 /// per product in a lane, then the tree's four).
@@ -214,6 +236,100 @@ TEST(MatmulBf16, Bf16RoundingCostsLittleAgainstTheExactPath) {
       modeErrorAgainstExact<Bf16ActivationsScope>(WeightFormat::BF16, 26);
   EXPECT_GT(err, 0.0) << "the BF16 path must actually run";
   EXPECT_LT(err, 1e-2);
+}
+
+/// The pair form (MatmulBf16.h) of y [rows, n] from y0, with `count`
+/// terms: coefficients a [rows, lda] and rows x [count, n], both BF16 bits.
+std::vector<float> pairForm(std::vector<float> y, int64_t rows, int64_t n,
+                            const std::vector<uint16_t> &a, int64_t lda,
+                            const std::vector<uint16_t> &x, int64_t count,
+                            bool vector) {
+  std::vector<const uint16_t *> xr;
+  for (int64_t j = 0; j < count; ++j)
+    xr.push_back(x.data() + j * n);
+  std::vector<uint16_t> packed(size_t(bf16Pairs(count) * 2 * n), 0xFFFF);
+  std::vector<float *> yr;
+  for (int64_t r = 0; r < rows; ++r)
+    yr.push_back(y.data() + r * n);
+  if (vector) {
+    packPairsBf16Avx512(xr.data(), count, n, packed.data());
+    axpyPairsBf16Avx512Bf16(yr.data(), rows, a.data(), lda, packed.data(),
+                            bf16Pairs(count), n);
+  } else {
+    packPairsBf16Scalar(xr.data(), count, n, packed.data());
+    axpyPairsBf16Scalar(yr.data(), rows, a.data(), lda, packed.data(),
+                        bf16Pairs(count), n);
+  }
+  return y;
+}
+
+TEST(MatmulBf16, PairFormSumsInOrderAndEveryPathAgrees) {
+  // Normal values: the sum is within (count + 1) roundings of the double sum
+  // of the same BF16 products; odd counts and column tails included.
+  std::mt19937 rng(41);
+  struct Case {
+    int64_t rows, n, count;
+  };
+  for (Case c : std::vector<Case>{
+           {1, 16, 2}, {4, 64, 16}, {7, 200, 15}, {9, 50, 1}, {5, 512, 33}}) {
+    const int64_t lda = c.count + 1; // the zero past an odd count
+    std::vector<uint16_t> a(size_t(c.rows * lda), 0), x(size_t(c.count * c.n));
+    for (int64_t r = 0; r < c.rows; ++r)
+      for (int64_t j = 0; j < c.count; ++j)
+        a[size_t(r * lda + j)] = roundToBf16(randomFloats(rng, 1, 0, 1)[0]);
+    for (uint16_t &v : x)
+      v = roundToBf16(randomFloats(rng, 1, -2, 2)[0]);
+    const std::vector<float> y0 = randomFloats(rng, c.rows * c.n, -1, 1);
+    const std::vector<float> y =
+        pairForm(y0, c.rows, c.n, a, lda, x, c.count, false);
+    for (int64_t r = 0; r < c.rows; ++r)
+      for (int64_t l = 0; l < c.n; ++l) {
+        double sum = y0[size_t(r * c.n + l)], mag = std::fabs(sum);
+        for (int64_t j = 0; j < c.count; ++j) {
+          const double term =
+              double(kiln::bf16ToFloat(a[size_t(r * lda + j)])) *
+              kiln::bf16ToFloat(x[size_t(j * c.n + l)]);
+          sum += term;
+          mag += std::fabs(term);
+        }
+        EXPECT_LE(std::fabs(y[size_t(r * c.n + l)] - sum),
+                  double(c.count + 1) * std::ldexp(1.0, -24) * mag)
+            << r << "," << l;
+      }
+    if (useAvx512Bf16())
+      EXPECT_TRUE(
+          sameBits(y, pairForm(y0, c.rows, c.n, a, lda, x, c.count, true)))
+          << c.rows << " x " << c.n << ", " << c.count << " terms";
+  }
+}
+
+TEST(MatmulBf16, PairFormRandomBitsGiveTheScalarBits) {
+  // Random signs, mantissas and exponents from subnormal up, in the
+  // coefficients, the rows and the starting y: underflowing products,
+  // flushed inputs and a flushed start, as vdpbf16ps has them.
+  if (!useAvx512Bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 here: " << cpuSummary();
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<uint32_t> any, exponent(0, 140);
+  const int64_t rows = 6, n = 90, count = 21, lda = 22;
+  std::vector<uint16_t> a(size_t(rows * lda)), x(size_t(count * n));
+  for (uint16_t &v : a)
+    v = uint16_t((any(rng) & 0x807F) | exponent(rng) << 7);
+  for (uint16_t &v : x)
+    v = uint16_t((any(rng) & 0x807F) | exponent(rng) << 7);
+  std::vector<float> y0(size_t(rows * n));
+  for (float &f : y0)
+    f = fromBits((any(rng) & 0x807FFFFF) | exponent(rng) << 23);
+  // Row 0, column 0: a subnormal start (2^-127) is flushed before the first
+  // product (1 x 2^-126) is added, so the sum is 2^-126, not 1.5 x 2^-126.
+  std::fill(a.begin(), a.begin() + lda, uint16_t(0));
+  a[1] = 0x3F80; // 1
+  x[n] = 0x0080; // 2^-126, row 1
+  y0[0] = fromBits(0x00400000);
+  const std::vector<float> scalar =
+      pairForm(y0, rows, n, a, lda, x, count, false);
+  EXPECT_EQ(scalar[0], std::ldexp(1.0f, -126));
+  EXPECT_TRUE(sameBits(scalar, pairForm(y0, rows, n, a, lda, x, count, true)));
 }
 
 TEST(MatmulBf16, ModeIsNamedAndChecked) {
