@@ -226,10 +226,12 @@ int64_t gatherBlockBf16(const AttendProblem &p, int32_t seq,
 template <bool Bf16>
 KILN_ATTN_INLINE int64_t nextBlock(const AttendProblem &p, const Group &g,
                                    int64_t *next, const Buffers &b) {
-  const int64_t count =
-      Bf16 ? gatherBlockBf16(p, g.seq, g.list, g.n, next, g.keyCol, g.valueCol,
-                             b)
-           : gatherBlock(p, g.seq, g.list, g.n, next, g.keyCol, g.valueCol, b);
+  int64_t count;
+  if constexpr (Bf16)
+    count =
+        gatherBlockBf16(p, g.seq, g.list, g.n, next, g.keyCol, g.valueCol, b);
+  else
+    count = gatherBlock(p, g.seq, g.list, g.n, next, g.keyCol, g.valueCol, b);
   if (count > 0 && g.list)
     prefetchListed(p, g.seq, g.list, g.n, *next, g.keyCol);
   return count;

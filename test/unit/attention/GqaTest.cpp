@@ -137,7 +137,7 @@ TEST(Gqa, Bf16ProductsKeepTheirBitsAcrossThreadsAndPaths) {
   const std::vector<float> exact = run(c.args(), 2);
   std::vector<float> one, scalar;
   {
-    Bf16ProductsScope bf16;
+    Bf16ActivationsScope bf16;
     one = run(c.args(), 1);
     for (int threads : {2, 3}) {
       const std::vector<float> many = run(c.args(), threads);
@@ -146,7 +146,8 @@ TEST(Gqa, Bf16ProductsKeepTheirBitsAcrossThreadsAndPaths) {
     }
   }
   {
-    Bf16ProductsScope bf16(/*scalar=*/true);
+    Bf16ActivationsScope bf16;
+    ScalarScope scalarPath;
     scalar = run(c.args(), 2);
   }
   EXPECT_EQ(std::memcmp(one.data(), scalar.data(), one.size() * 4), 0);

@@ -300,7 +300,7 @@ TEST(Mla, Bf16ProductsKeepTheirBitsAcrossThreadsPathsAndBatches) {
       const std::vector<float> exact = absorbed(a, 2);
       std::vector<float> one, scalar;
       {
-        Bf16ProductsScope bf16;
+        Bf16ActivationsScope bf16;
         one = absorbed(a, 1);
         for (int threads : {2, 3})
           EXPECT_TRUE(sameBits(one, absorbed(a, threads))) << threads;
@@ -312,7 +312,8 @@ TEST(Mla, Bf16ProductsKeepTheirBitsAcrossThreadsPathsAndBatches) {
         }
       }
       {
-        Bf16ProductsScope bf16(/*scalar=*/true);
+        Bf16ActivationsScope bf16;
+        ScalarScope scalarPath;
         scalar = absorbed(a, 2);
       }
       EXPECT_TRUE(sameBits(one, scalar));

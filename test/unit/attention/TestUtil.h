@@ -3,8 +3,8 @@
 #ifndef KILN_TEST_UNIT_ATTENTION_TESTUTIL_H
 #define KILN_TEST_UNIT_ATTENTION_TESTUTIL_H
 
-#include "runtime/cpu/CpuFeatures.h"
 #include "runtime/cpu/attention/Attention.h"
+#include "test/unit/cpu/ModeScopes.h"
 
 #include <gtest/gtest.h>
 
@@ -15,23 +15,6 @@
 #include <vector>
 
 namespace kiln::cpu::test {
-
-/// Attention and matmuls multiply in BF16 (Bf16Activations::BF16) while
-/// alive, on the scalar reference if `scalar`; the modes before come back.
-class Bf16ProductsScope {
-public:
-  explicit Bf16ProductsScope(bool scalar = false) : before_(bf16Activations()) {
-    setBf16Activations("bf16", nullptr);
-    setForceScalar(scalar);
-  }
-  ~Bf16ProductsScope() {
-    setForceScalar(false);
-    setBf16Activations(bf16ActivationsName(before_), nullptr);
-  }
-
-private:
-  Bf16Activations before_;
-};
 
 inline std::vector<float> randomVector(std::mt19937 &rng, size_t n,
                                        float scale = 1.0f) {

@@ -13,6 +13,7 @@
 #include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/Types.h"
 #include "support/WeightPanels.h"
+#include "test/unit/cpu/ModeScopes.h"
 
 #include <gtest/gtest.h>
 
@@ -201,13 +202,6 @@ inline std::vector<float> runMatmul(ThreadPool &pool,
   return y;
 }
 
-/// Makes the kernels take their scalar paths while alive.
-class ScalarScope {
-public:
-  ScalarScope() { setForceScalar(true); }
-  ~ScalarScope() { setForceScalar(false); }
-};
-
 /// Makes the kernels take path `name` (setCpuPath: best, scalar, avx2,
 /// avx512) while alive.
 class PathScope {
@@ -312,36 +306,6 @@ void expectPreparedRowsGiveTheSameBits(const WeightView &w,
     EXPECT_TRUE(sameBits(want, got)) << "scalar=" << scalar;
   }
 }
-
-/// Sets an activation mode (CpuFeatures.h) while alive, then restores the
-/// mode that was in force before.
-template <class Mode, Mode (*Get)(),
-          bool (*Set)(std::string_view, std::string *),
-          std::string_view (*Name)(Mode)>
-class ActivationModeScope {
-public:
-  explicit ActivationModeScope(std::string_view mode) : before_(Get()) {
-    Set(mode, nullptr);
-  }
-  ~ActivationModeScope() { Set(Name(before_), nullptr); }
-
-private:
-  Mode before_;
-};
-
-/// MXFP4 matmuls take int8 activations while alive.
-struct Int8ActivationsScope
-    : ActivationModeScope<Mxfp4Activations, mxfp4Activations,
-                          setMxfp4Activations, mxfp4ActivationsName> {
-  Int8ActivationsScope() : ActivationModeScope("int8") {}
-};
-
-/// BF16 matmuls take BF16 activations while alive.
-struct Bf16ActivationsScope
-    : ActivationModeScope<Bf16Activations, bf16Activations, setBf16Activations,
-                          bf16ActivationsName> {
-  Bf16ActivationsScope() : ActivationModeScope("bf16") {}
-};
 
 /// What an activation mode gives up, on weights and activations like a
 /// model's: the relative L2 of a 256 x 2048 matmul of `format` (8 tokens)
